@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters over the GLM-5.3 recipe engine: recipe, serve_args, router_args.
+
+Thin by design: they call plugins/module_utils/recipe_engine.py and turn its RecipeError into
+AnsibleFilterError with the engine's message unchanged. Docs live in the .yml sidecars.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.metalserve.sglang.plugins.module_utils import recipe_engine
+from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+
+
+def _wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+    def filter_func(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*(to_plain(a) for a in args), **{k: to_plain(v) for k, v in kwargs.items()})
+        except RecipeError as exc:
+            raise AnsibleFilterError(str(exc)) from exc
+    filter_func.__name__ = func.__name__
+    filter_func.__doc__ = func.__doc__
+    return filter_func
+
+
+def recipe(selection: dict[str, Any]) -> dict[str, Any]:
+    return recipe_engine.recipe(selection)
+
+
+def serve_args(selection: dict[str, Any], node_rank: int = 0, head_address: str | None = None) -> list[str]:
+    return recipe_engine.serve_args(selection, node_rank, head_address)
+
+
+def router_args(spec: dict[str, Any]) -> list[str]:
+    return recipe_engine.router_args(spec)
+
+
+class FilterModule:
+    """metalserve.sglang recipe filters."""
+
+    def filters(self) -> dict[str, Callable[..., Any]]:
+        return {
+            "recipe": _wrap(recipe),
+            "serve_args": _wrap(serve_args),
+            "router_args": _wrap(router_args),
+        }

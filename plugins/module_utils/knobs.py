@@ -1,0 +1,464 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The playground knobs: each function takes a Build, returns a new one, and holds its own rules.
+
+recipe_engine.KNOB_ORDER fixes the order they run in; the README documents it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from typing import Any
+
+from ansible_collections.metalserve.sglang.plugins.module_utils import argv
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import Catalog, Cell, Model
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.module_utils.sglang_version import at_least
+
+PARALLEL_FLAGS = ("--tp-size", "--pp-size", "--quantization", "--dp-size", "--enable-dp-attention",
+                  "--moe-a2a-backend", "--ep-size")
+RESERVED = {
+    "--model-path": "sglang_model_path",
+    "--host": "sglang_host",
+    "--port": "sglang_port",
+    "--nnodes": "sglang_nodes",
+    "--node-rank": "sglang_instance_group (rank = position in the group)",
+    "--dist-init-addr": "sglang_instance_group / sglang_dist_address / sglang_dist_port",
+}
+SECRET_FLAGS = ("--api-key", "--admin-api-key")
+
+
+@dataclasses.dataclass(frozen=True)
+class Build:
+    sel: dict[str, Any]
+    catalog: Catalog
+    model: Model
+    platform: dict[str, Any]
+    cell: Cell
+    version: str
+    args: argv.Args
+    env: dict[str, str]
+    port: int
+    dist_port: int
+    warnings: tuple[str, ...] = ()
+
+    def with_(self, **changes: Any) -> "Build":
+        return dataclasses.replace(self, **changes)
+
+    def warn(self, message: str) -> "Build":
+        return self.with_(warnings=self.warnings + (message,))
+
+    @property
+    def vendor(self) -> str:
+        return str(self.platform.get("vendor"))
+
+    @property
+    def where(self) -> str:
+        c = self.cell
+        return f"{self.model.id} {c.gpu}/{c.quant}/{c.strategy}/{c.nodes} node{'s' if c.nodes > 1 else ''}"
+
+    def int_flag(self, name: str, default: int = 1) -> int:
+        value = argv.get(self.args, name)
+        return int(value) if isinstance(value, str) and value.isdigit() else default
+
+
+def _after_parallel(args: argv.Args) -> int:
+    """Index after the last parallelism/MoE flag: where upstream puts the next group of flags."""
+    positions = [argv.find(args, f) for f in PARALLEL_FLAGS] + [argv.find(args, "--served-model-name"),
+                                                                 argv.find(args, "--model-path")]
+    return max(positions) + 1
+
+
+def _insert_group(args: argv.Args, group: argv.Args) -> argv.Args:
+    at = _after_parallel(args)
+    return args[:at] + group + args[at:]
+
+
+def _put_near_parallel(args: argv.Args, name: str, value: argv.Value, origin: str) -> argv.Args:
+    if argv.has(args, name):
+        return argv.put(args, name, value, origin)
+    return _insert_group(args, [argv.Arg(name, value, origin)])
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(2, n + 1) if n % d == 0)
+
+
+# --- model path -------------------------------------------------------------------------------
+
+def apply_model_path(b: Build) -> Build:
+    """Local weights replace the hub id; clients keep the public name through --served-model-name."""
+    checkpoint = b.model.checkpoints[b.cell.quant]["id"]
+    args = b.args
+    served = b.sel["served_model_name"]
+    if b.sel["model_path"]:
+        args = argv.put(args, "--model-path", b.sel["model_path"], "sglang_model_path")
+        served = served or checkpoint
+    if served:
+        args = argv.insert_after(argv.drop(args, "--served-model-name"), "--model-path",
+                                 [argv.Arg("--served-model-name", served, "sglang_served_model_name")])
+    return b.with_(args=args)
+
+
+# --- DP attention -----------------------------------------------------------------------------
+
+def apply_dp_attention(b: Build) -> Build:
+    """inherit | off | N. Off drops --dp-size and --enable-dp-attention only (DeepEP, chunked
+    prefill, max-running and cell env stay). N must divide the TP size."""
+    value = b.sel["dp_attention"]
+    if value in ("inherit", None):
+        return b
+    if value in ("off", False, "false"):
+        return b.with_(args=argv.drop(b.args, "--dp-size", "--enable-dp-attention"))
+    tp = b.int_flag("--tp-size")
+    size = int(value) if isinstance(value, int) and not isinstance(value, bool) else (
+        int(value) if isinstance(value, str) and value.isdigit() else None)
+    if size is None:
+        raise RecipeError(f"sglang_dp_attention: {value!r} is not inherit, off or a size; sizes that divide "
+                          f"TP {tp}: {_divisors(tp)}")
+    if size < 2 or tp % size:
+        raise RecipeError(f"sglang_dp_attention: {size} must divide the TP size {tp} of {b.where} and be at "
+                          f"least 2; use one of {_divisors(tp)}, or off")
+    args = b.args
+    if argv.has(args, "--dp-size"):
+        args = argv.put(args, "--dp-size", str(size), "sglang_dp_attention")
+    else:
+        args = argv.insert_after(args, "--tp-size", [argv.Arg("--dp-size", str(size), "sglang_dp_attention")])
+    if not argv.has(args, "--enable-dp-attention"):
+        args = argv.insert_after(args, "--dp-size", [argv.Arg("--enable-dp-attention", None, "sglang_dp_attention")])
+    return b.with_(args=args)
+
+
+# --- MoE ----------------------------------------------------------------------------------------
+
+def apply_moe(b: Build) -> Build:
+    """moe_a2a: deepep adds --moe-a2a-backend deepep; ep: N sets --ep-size N (N divides TP)."""
+    args = b.args
+    if b.sel["moe_a2a"] == "deepep":
+        args = _put_near_parallel(args, "--moe-a2a-backend", "deepep", "sglang_moe_a2a")
+    ep = b.sel["ep"]
+    if ep is not None:
+        tp = b.int_flag("--tp-size")
+        if ep < 1 or tp % ep:
+            raise RecipeError(f"sglang_ep: {ep} must divide the TP size {tp} of {b.where}; use one of "
+                              f"1, {_divisors(tp)}")
+        args = _put_near_parallel(args, "--ep-size", str(ep), "sglang_ep")
+    return b.with_(args=args)
+
+
+# --- speculative decoding ----------------------------------------------------------------------
+
+def apply_speculative(b: Build) -> Build:
+    """A preset replaces every --speculative-* flag of the cell. MTP and DFLASH are NVIDIA only;
+    DFLASH rejects DP-attention and needs a release newer than 0.5.18."""
+    choice = b.sel["speculative"]
+    args = b.args
+    if choice != "inherit":
+        first = next((i for i, a in enumerate(args) if a.name.startswith("--speculative-")), -1)
+        args = argv.drop_prefix(args, "--speculative-")
+        if choice != "off":
+            preset = b.model.speculative_presets.get(choice)
+            if preset is None:
+                raise RecipeError(f"sglang_speculative: {choice!r} is not a preset of {b.model.id}; presets: "
+                                  f"{', '.join(['inherit', 'off', *b.model.speculative_presets])}")
+            _check_preset(b, choice, preset, args)
+            group = [argv.Arg(k, argv.as_value(v), "sglang_speculative") for k, v in preset["flags"].items()]
+            at = first if first >= 0 else _after_parallel(args)
+            args = args[:at] + group + args[at:]
+            if preset.get("note"):
+                b = b.warn(preset["note"])
+    if b.sel["draft_model_path"]:
+        if not argv.has(args, "--speculative-draft-model-path"):
+            raise RecipeError("sglang_draft_model_path: only a draft-model preset uses it (sglang_speculative: "
+                              "dflash2); the chosen command has no --speculative-draft-model-path")
+        args = argv.put(args, "--speculative-draft-model-path", b.sel["draft_model_path"], "sglang_draft_model_path")
+    return b.with_(args=args)
+
+
+def _check_preset(b: Build, choice: str, preset: dict[str, Any], args: argv.Args) -> None:
+    vendors = preset.get("vendors") or []
+    if vendors and b.vendor not in vendors:
+        raise RecipeError(
+            f"sglang_speculative: {choice} is not available on {b.cell.gpu} ({b.vendor}): upstream has not validated "
+            f"the spec-decode draft kernel there; use sglang_speculative: off (the {b.vendor.upper()} cells serve "
+            f"without MTP)")
+    minimum = preset.get("min_sglang")
+    if minimum and not at_least(b.version, minimum):
+        raise RecipeError(
+            f"sglang_speculative: {choice} needs SGLang >= {minimum}; the command targets {b.version}. "
+            f"Set sglang_version / sglang_image to a newer release, or pick an MTP preset")
+    if preset.get("rejects_dp_attention") and argv.has(args, "--enable-dp-attention"):
+        raise RecipeError(
+            f"sglang_speculative: {choice} rejects DP-attention, which the {b.cell.strategy} cell turns on; "
+            f"set sglang_dp_attention: off as well")
+
+
+# --- context parallelism -----------------------------------------------------------------------
+
+def apply_context_parallel(b: Build) -> Build:
+    """Prefill CP: single node, not AMD, interleave only, size = TP/DP with DP-attention off.
+    layer_split also needs a PD prefill worker on the mooncake backend."""
+    cp = b.sel["context_parallel"]
+    if cp is None or cp.get("enabled", True) is False:
+        return b
+    unknown = set(cp) - {"size", "strategy", "layer_split", "enabled"}
+    if unknown:
+        raise RecipeError(f"sglang_context_parallel: unknown key(s) {', '.join(sorted(unknown))}; "
+                          "known: size, strategy, layer_split, enabled")
+    if b.cell.nodes > 1:
+        raise RecipeError(f"sglang_context_parallel: prefill context parallelism is single-node only (SGLang "
+                          f"asserts tp <= 8); {b.where} spans {b.cell.nodes} nodes. Drop it or use sglang_nodes: 1")
+    if b.vendor == "amd":
+        raise RecipeError(f"sglang_context_parallel: prefill CP is CUDA-only upstream; {b.cell.gpu} is AMD. Drop it")
+    rules = b.model.context_parallel
+    strategy = cp.get("strategy", "interleave")
+    unavailable = rules.get("unavailable_strategies") or {}
+    if strategy in unavailable:
+        raise RecipeError(f"sglang_context_parallel.strategy: {strategy}: {unavailable[strategy]}")
+    if strategy not in (rules.get("strategies") or []):
+        raise RecipeError(f"sglang_context_parallel.strategy: {strategy!r} is not one of "
+                          f"{', '.join(rules.get('strategies') or []) or '(none for this model)'}")
+    if argv.has(b.args, "--enable-dp-attention"):
+        raise RecipeError("sglang_context_parallel: interleave CP fails SGLang's dp_size == 1 check with "
+                          f"DP-attention, which the {b.cell.strategy} cell turns on; set sglang_dp_attention: off")
+    tp, dp = b.int_flag("--tp-size"), b.int_flag("--dp-size")
+    size = cp.get("size", tp // dp)
+    if isinstance(size, bool) or not isinstance(size, int) or size != tp // dp:
+        raise RecipeError(f"sglang_context_parallel.size: {size!r} must equal TP/DP = {tp}/{dp} = {tp // dp}")
+    group = [argv.Arg("--attn-cp-size", str(size), "sglang_context_parallel"),
+             argv.Arg("--enable-prefill-cp", None, "sglang_context_parallel"),
+             argv.Arg("--cp-strategy", strategy, "sglang_context_parallel")]
+    if cp.get("layer_split"):
+        pd = b.sel["pd"] or {}
+        if not rules.get("layer_split"):
+            raise RecipeError(f"sglang_context_parallel.layer_split: {b.model.id} does not support LayerSplit")
+        if pd.get("role") != "prefill" or pd.get("transfer_backend", "mooncake") != "mooncake":
+            raise RecipeError("sglang_context_parallel.layer_split: LayerSplit runs only on a PD prefill worker "
+                              "with the mooncake backend; set sglang_pd: {role: prefill, transfer_backend: mooncake}")
+        group.insert(0, argv.Arg("--enable-dsa-cache-layer-split", None, "sglang_context_parallel.layer_split"))
+    return b.with_(args=_insert_group(argv.drop(b.args, *(a.name for a in group)), group))
+
+
+# --- HiCache ------------------------------------------------------------------------------------
+
+HICACHE_POLICIES = ("write_back", "write_through", "write_through_selective")
+HICACHE_BACKENDS = ("file", "mooncake")
+
+
+def apply_hicache(b: Build) -> Build:
+    """Hierarchical KV cache; a storage backend adds the page-first direct-IO layout."""
+    hc = b.sel["hicache"]
+    if hc in (None, False):
+        return b
+    if hc is True:
+        hc = {}
+    if not isinstance(hc, dict):
+        raise RecipeError(f"sglang_hicache: expected a mapping such as {{enabled: true, ratio: 2}}, got "
+                          f"{type(hc).__name__} {hc!r}")
+    unknown = set(hc) - {"enabled", "ratio", "size", "write_policy", "storage_backend"}
+    if unknown:
+        raise RecipeError(f"sglang_hicache: unknown key(s) {', '.join(sorted(unknown))}; known: enabled, ratio, "
+                          "size, write_policy, storage_backend")
+    if hc.get("enabled", True) is False:
+        return b
+    ratio = hc.get("ratio", 2)
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0:
+        raise RecipeError(f"sglang_hicache.ratio: {ratio!r} must be a positive number (host cache size / device cache size)")
+    policy = hc.get("write_policy", "write_through")
+    if policy not in HICACHE_POLICIES:
+        raise RecipeError(f"sglang_hicache.write_policy: {policy!r} is not one of {', '.join(HICACHE_POLICIES)}")
+    origin = "sglang_hicache"
+    group = [argv.Arg("--enable-hierarchical-cache", None, origin),
+             argv.Arg("--hicache-ratio", str(ratio), origin),
+             argv.Arg("--hicache-size", str(hc.get("size", 0)), origin),
+             argv.Arg("--hicache-write-policy", policy, origin)]
+    backend = hc.get("storage_backend")
+    if backend not in (None, "none"):
+        if backend not in HICACHE_BACKENDS:
+            raise RecipeError(f"sglang_hicache.storage_backend: {backend!r} is not one of {', '.join(HICACHE_BACKENDS)}")
+        group += [argv.Arg("--hicache-mem-layout", "page_first_direct", origin),
+                  argv.Arg("--hicache-io-backend", "direct", origin),
+                  argv.Arg("--hicache-storage-backend", backend, origin),
+                  argv.Arg("--hicache-storage-prefetch-policy", "wait_complete", origin)]
+    args = argv.drop(b.args, *(a.name for a in group))
+    return b.with_(args=args + group)
+
+
+# --- Hopper FP8 KV cache --------------------------------------------------------------------------
+
+def apply_kv_cache_fp8(b: Build) -> Build:
+    """The native FP8 sparse-prefill path: Hopper only (Blackwell already defaults to fp8_e4m3)."""
+    if not b.sel["kv_cache_fp8"]:
+        return b
+    if b.platform.get("arch") != "hopper":
+        raise RecipeError(
+            f"sglang_kv_cache_fp8: the FP8 KV path with flashmla_sparse_q8/flashmla_kv is for Hopper (H200); "
+            f"{b.cell.gpu} is {b.platform.get('arch')}"
+            + (" and already uses an fp8_e4m3 KV cache by default" if b.platform.get("arch") == "blackwell" else "")
+            + ". Drop sglang_kv_cache_fp8")
+    args = b.args
+    for name, value in b.model.hopper_fp8_kv_flags.items():
+        args = argv.put(args, name, argv.as_value(value), "sglang_kv_cache_fp8")
+    return b.with_(args=args)
+
+
+# --- prefill/decode disaggregation -------------------------------------------------------------
+
+PD_ROLES = ("prefill", "decode")
+PD_BACKENDS = ("mooncake", "nixl")
+
+
+def check_pd(pd: Any) -> dict[str, Any] | None:
+    if pd is None:
+        return None
+    if not isinstance(pd, dict):
+        raise RecipeError(f"sglang_pd: expected a mapping such as {{role: prefill}}, got {type(pd).__name__} {pd!r}")
+    unknown = set(pd) - {"role", "transfer_backend", "ib_device", "bootstrap_port"}
+    if unknown:
+        raise RecipeError(f"sglang_pd: unknown key(s) {', '.join(sorted(unknown))}; known: role, transfer_backend, "
+                          "ib_device, bootstrap_port")
+    if pd.get("role") not in PD_ROLES:
+        raise RecipeError(f"sglang_pd.role: {pd.get('role')!r} is not one of {', '.join(PD_ROLES)}")
+    backend = pd.get("transfer_backend", "mooncake")
+    if backend not in PD_BACKENDS:
+        raise RecipeError(f"sglang_pd.transfer_backend: {backend!r} is not one of {', '.join(PD_BACKENDS)}")
+    port = pd.get("bootstrap_port")
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535):
+        raise RecipeError(f"sglang_pd.bootstrap_port: {port!r} is not a TCP port (1-65535)")
+    return pd
+
+
+def apply_pd(b: Build) -> Build:
+    """--disaggregation-mode/-transfer-backend; the HCA only when asked; GB300 + mooncake env."""
+    pd = check_pd(b.sel["pd"])
+    if pd is None:
+        return b
+    origin = "sglang_pd"
+    backend = pd.get("transfer_backend", "mooncake")
+    group = [argv.Arg("--disaggregation-mode", pd["role"], origin),
+             argv.Arg("--disaggregation-transfer-backend", backend, origin)]
+    if pd.get("ib_device"):
+        group.append(argv.Arg("--disaggregation-ib-device", str(pd["ib_device"]), origin))
+    bootstrap = pd.get("bootstrap_port")
+    if pd["role"] == "prefill" and bootstrap not in (None, b.catalog.ports["pd_bootstrap"]):
+        group.append(argv.Arg("--disaggregation-bootstrap-port", str(bootstrap), origin))
+    env = dict(b.env)
+    if backend == "mooncake":
+        env.update({k: str(v) for k, v in (b.platform.get("pd_mooncake_env") or {}).items()})
+    return b.with_(args=argv.drop(b.args, *(a.name for a in group)) + group, env=env)
+
+
+# --- parsers --------------------------------------------------------------------------------------
+
+def apply_parsers(b: Build) -> Build:
+    """Default on: --reasoning-parser glm45 --tool-call-parser glm47 (what `auto` resolves to)."""
+    value = b.sel["parsers"]
+    if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "on", "off"):
+        value = value.lower() in ("true", "yes", "on")
+    if isinstance(value, bool):
+        wanted = {"reasoning": value, "tool_call": value}
+    elif isinstance(value, dict):
+        unknown = set(value) - {"reasoning", "tool_call"}
+        if unknown:
+            raise RecipeError(f"sglang_parsers: unknown key(s) {', '.join(sorted(unknown))}; known: reasoning, tool_call")
+        wanted = {"reasoning": bool(value.get("reasoning", True)), "tool_call": bool(value.get("tool_call", True))}
+    else:
+        raise RecipeError(f"sglang_parsers: expected true/false or {{reasoning: bool, tool_call: bool}}, got {value!r}")
+    args = b.args
+    for kind, flag in (("reasoning", "--reasoning-parser"), ("tool_call", "--tool-call-parser")):
+        parser = b.model.parsers.get(kind)
+        if wanted[kind] and parser:
+            args = argv.put(args, flag, parser, "sglang_parsers")
+        elif wanted[kind] and isinstance(value, dict):
+            raise RecipeError(f"sglang_parsers.{kind}: {b.model.id} names no {kind} parser (model.parsers.{kind})")
+    return b.with_(args=args)
+
+
+# --- extra and removed args ------------------------------------------------------------------------
+
+def canonical_flag(name: Any, aliases: dict[str, str], variable: str) -> str:
+    text = str(name).strip()
+    if not text or text.strip("-") == "":
+        raise RecipeError(f"{variable}: {name!r} is not a flag name")
+    if not text.startswith("--"):
+        text = "--" + text.lstrip("-")
+    return aliases.get(text, text)
+
+
+def _reserved(name: str, variable: str) -> None:
+    if name in RESERVED:
+        raise RecipeError(f"{variable}: {name} is set by the collection; change {RESERVED[name]} instead")
+    if name in SECRET_FLAGS:
+        raise RecipeError(f"{variable}: {name} would put a secret on the command line (visible in ps and the "
+                          "unit file); secrets go only into the 0600 environment/config files")
+
+
+def extra_pairs(extra: Any, aliases: dict[str, str], table: dict[str, dict[str, Any]] | None) -> list[tuple[str, Any]]:
+    """sglang_extra_args as (flag, value) pairs; value True = switch, False = remove, list = several."""
+    variable = "sglang_extra_args"
+    if extra is None:
+        return []
+    if isinstance(extra, dict):
+        return [(canonical_flag(k, aliases, variable), v) for k, v in extra.items()]
+    if not isinstance(extra, (list, tuple)):
+        raise RecipeError(f"{variable}: expected a mapping {{--flag: value}} or a list of tokens, got "
+                          f"{type(extra).__name__} {extra!r}")
+    tokens: list[str] = []
+    for item in extra:
+        if isinstance(item, (dict, list)):
+            raise RecipeError(f"{variable}: list items must be strings such as '--flag value', got {item!r}")
+        tokens.extend(str(item).split())
+    pairs: list[tuple[str, Any]] = []
+    for token in tokens:
+        if token.startswith("--"):
+            name, eq, value = token.partition("=")
+            pairs.append((canonical_flag(name, aliases, variable), value if eq else True))
+        elif not pairs:
+            raise RecipeError(f"{variable}: {token!r} comes before any --flag")
+        else:
+            name, previous = pairs[-1]
+            entry = (table or {}).get(name)
+            multi = entry is not None and entry["nargs"] not in (0, 1, "?")
+            if previous is True:
+                pairs[-1] = (name, token)
+            elif multi:
+                pairs[-1] = (name, (list(previous) if isinstance(previous, list) else [previous]) + [token])
+            else:
+                raise RecipeError(f"{variable}: {name} takes one value, got {previous!r} and {token!r}")
+    return pairs
+
+
+def apply_extra_args(b: Build, table: dict[str, dict[str, Any]] | None) -> Build:
+    args = b.args
+    for name, value in extra_pairs(b.sel["extra_args"], b.catalog.versions["aliases"], table):
+        _reserved(name, "sglang_extra_args")
+        if value is False or value is None:
+            args = argv.drop(args, name)
+        else:
+            args = argv.put(args, name, argv.as_value(value), "sglang_extra_args")
+    return b.with_(args=args)
+
+
+def apply_remove_args(b: Build) -> Build:
+    names = b.sel["remove_args"] or []
+    args = b.args
+    for raw in names:
+        name = canonical_flag(raw, b.catalog.versions["aliases"], "sglang_remove_args")
+        _reserved(name, "sglang_remove_args")
+        if not argv.has(args, name):
+            b = b.warn(f"sglang_remove_args: {name} is not in the command of {b.where}; nothing removed")
+        args = argv.drop(args, name)
+    return b.with_(args=args)
+
+
+def apply_listen(b: Build) -> Build:
+    """--host and --port close the command, as upstream writes them."""
+    args = argv.drop(b.args, "--host", "--port")
+    return b.with_(args=args + [argv.Arg("--host", b.sel["host"], "sglang_host"),
+                                argv.Arg("--port", str(b.port), "sglang_port")])
+
+
+def suggest(name: str, known: Any) -> str:
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(close)}?" if close else ""

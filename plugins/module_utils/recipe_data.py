@@ -1,0 +1,208 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Load the recipe data shipped in data/ and merge a site's additions over it.
+
+Nothing here knows about GLM-5.3: models, GPUs, SGLang releases and ports are all YAML.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+CELL_KEYS = ("gpu", "quant", "strategy", "nodes")
+
+
+@dataclass(frozen=True)
+class Cell:
+    gpu: str
+    quant: str
+    strategy: str
+    nodes: int
+    verified: bool
+    env: dict[str, str]
+    flags: tuple[tuple[str, Any], ...]
+    origin: str = "cookbook"
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.gpu, self.quant, self.strategy, self.nodes)
+
+
+@dataclass(frozen=True)
+class Model:
+    id: str
+    display_name: str
+    checkpoints: dict[str, dict[str, Any]]
+    images: dict[str, dict[str, Any]]
+    parsers: dict[str, str]
+    speculative_presets: dict[str, dict[str, Any]]
+    hopper_fp8_kv_flags: dict[str, Any]
+    context_parallel: dict[str, Any]
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    models: dict[str, Model]
+    gpus: dict[str, dict[str, Any]]
+    versions: dict[str, Any]
+    ports: dict[str, int]
+    router: dict[str, Any] = field(default_factory=dict)
+    variables: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def read_yaml(path: Path) -> Any:
+    with path.open(encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _require(doc: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in doc:
+        raise RecipeError(f"{where}: missing '{key}'")
+    if not isinstance(doc[key], kind):
+        raise RecipeError(f"{where}.{key}: expected a {kind.__name__}, got {type(doc[key]).__name__} {doc[key]!r}")
+    return doc[key]
+
+
+def parse_cell(doc: Any, where: str, origin: str) -> Cell:
+    if not isinstance(doc, dict):
+        raise RecipeError(f"{where}: a cell must be a mapping, got {type(doc).__name__}")
+    flags = doc.get("flags") or {}
+    if not isinstance(flags, dict):
+        raise RecipeError(f"{where}.flags: expected a mapping of --flag: value, got {type(flags).__name__}")
+    for name in flags:
+        if not str(name).startswith("--"):
+            raise RecipeError(f"{where}.flags: {name!r} must be written with its leading '--'")
+    env = doc.get("env") or {}
+    if not isinstance(env, dict):
+        raise RecipeError(f"{where}.env: expected a mapping NAME: value, got {type(env).__name__}")
+    nodes = doc.get("nodes", 1)
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+        raise RecipeError(f"{where}.nodes: expected a positive integer, got {nodes!r}")
+    return Cell(
+        gpu=str(_require(doc, "gpu", str, where)),
+        quant=str(_require(doc, "quant", str, where)),
+        strategy=str(_require(doc, "strategy", str, where)),
+        nodes=nodes,
+        verified=bool(doc.get("verified", False)),
+        env={str(k): str(v) for k, v in env.items()},
+        flags=tuple((str(k), v) for k, v in flags.items()),
+        origin=origin,
+    )
+
+
+def _merge_cells(base: tuple[Cell, ...], extra: list[Cell]) -> tuple[Cell, ...]:
+    """Cells with the same key are replaced in place; new ones are appended."""
+    by_key = {c.key: c for c in extra}
+    merged = [by_key.pop(c.key, c) for c in base]
+    return tuple(merged + [c for c in extra if c.key in by_key])
+
+
+def parse_model(doc: Any, where: str, origin: str, base: Model | None = None) -> Model:
+    if not isinstance(doc, dict):
+        raise RecipeError(f"{where}: a model document must be a mapping, got {type(doc).__name__}")
+    model_id = str(_require(doc, "id", str, where))
+    cells_doc = doc.get("cells") or []
+    if not isinstance(cells_doc, list):
+        raise RecipeError(f"{where}.cells: expected a list of cells, got {type(cells_doc).__name__}")
+    cells = [parse_cell(c, f"{where}.cells[{i}]", origin) for i, c in enumerate(cells_doc)]
+    for name in ("checkpoints", "images", "parsers", "speculative_presets", "hopper_fp8_kv_flags",
+                 "context_parallel"):
+        if name in doc and not isinstance(doc[name], dict):
+            raise RecipeError(f"{where}.{name}: expected a mapping, got {type(doc[name]).__name__}")
+
+    def merged(name: str) -> dict[str, Any]:
+        out = copy.deepcopy(getattr(base, name)) if base else {}
+        out.update(copy.deepcopy(doc.get(name) or {}))
+        return out
+
+    model = Model(
+        id=model_id,
+        display_name=str(doc.get("display_name") or (base.display_name if base else model_id)),
+        checkpoints=merged("checkpoints"),
+        images=merged("images"),
+        parsers=merged("parsers"),
+        speculative_presets=merged("speculative_presets"),
+        hopper_fp8_kv_flags=merged("hopper_fp8_kv_flags"),
+        context_parallel=merged("context_parallel"),
+        cells=_merge_cells(base.cells if base else (), cells),
+    )
+    for quant, ckpt in model.checkpoints.items():
+        if not isinstance(ckpt, dict) or "id" not in ckpt:
+            raise RecipeError(f"{where}.checkpoints.{quant}: expected {{id: <hub id>, size_gb: <number>}}")
+    return model
+
+
+@functools.lru_cache(maxsize=None)
+def _shipped(data_dir: str) -> Catalog:
+    root = Path(data_dir)
+    models: dict[str, Model] = {}
+    for model_dir in sorted(p for p in (root / "models").iterdir() if p.is_dir()):
+        doc = dict(read_yaml(model_dir / "model.yml"))
+        doc["cells"] = (read_yaml(model_dir / "cells.yml") or {}).get("cells", [])
+        model = parse_model(doc, f"data/models/{model_dir.name}", "cookbook")
+        models[model.id] = model
+    return Catalog(
+        models=models,
+        gpus=read_yaml(root / "gpus.yml"),
+        versions=read_yaml(root / "sglang" / "versions.yml"),
+        ports=read_yaml(root / "sglang" / "ports.yml"),
+        router=read_yaml(root / "sglang" / "router.yml"),
+        variables=read_yaml(root / "variables.yml"),
+    )
+
+
+def load_catalog(recipes: Any = None, gpu_platforms: Any = None, data_dir: Path = DATA_DIR) -> Catalog:
+    """The shipped catalog with a site's sglang_recipes and sglang_gpu_platforms merged over it."""
+    shipped = _shipped(str(data_dir))
+    if not recipes and not gpu_platforms:
+        return shipped
+    models = dict(shipped.models)
+    if recipes:
+        if isinstance(recipes, dict):
+            recipes = [recipes]
+        if not isinstance(recipes, list):
+            raise RecipeError(
+                f"sglang_recipes: expected a list of model documents, got {type(recipes).__name__}"
+            )
+        for i, doc in enumerate(recipes):
+            where = f"sglang_recipes[{i}]"
+            base = models.get(doc.get("id")) if isinstance(doc, dict) else None
+            model = parse_model(doc, where, "site", base)
+            models[model.id] = model
+    gpus = copy.deepcopy(shipped.gpus)
+    if gpu_platforms:
+        if not isinstance(gpu_platforms, dict):
+            raise RecipeError(
+                f"sglang_gpu_platforms: expected a mapping of gpu id to platform, got {type(gpu_platforms).__name__}"
+            )
+        for gpu_id, entry in gpu_platforms.items():
+            if not isinstance(entry, dict):
+                raise RecipeError(f"sglang_gpu_platforms.{gpu_id}: expected a mapping, got {type(entry).__name__}")
+            merged_entry = dict(gpus.get(gpu_id, {}))
+            merged_entry.update(entry)
+            for key, kind in (("vendor", str), ("gpus_per_node", int), ("vram_gb", (int, float))):
+                if not isinstance(merged_entry.get(key), kind):
+                    raise RecipeError(f"sglang_gpu_platforms.{gpu_id}: needs '{key}' (vendor, gpus_per_node, vram_gb)")
+            gpus[gpu_id] = merged_entry
+    return dataclasses.replace(shipped, models=models, gpus=gpus)
+
+
+@functools.lru_cache(maxsize=None)
+def flag_table(version: str, data_dir: str = str(DATA_DIR)) -> dict[str, dict[str, Any]] | None:
+    """Every flag the given SGLang release accepts, or None when we ship no table for it."""
+    tables = _shipped(data_dir).versions.get("flag_tables", {})
+    name = tables.get(version)
+    if not name:
+        return None
+    return read_yaml(Path(data_dir) / "sglang" / name)["flags"]

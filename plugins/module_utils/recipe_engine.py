@@ -1,0 +1,392 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The recipe engine: selection -> cookbook cell -> knobs in a fixed order -> command for one release.
+
+Pure Python over the data in data/; the filters, the plan action, the docs generator and the tests
+all call these functions, and none of them re-implements a rule.
+
+    recipe(selection)                         the node-independent command and its metadata
+    serve_args(selection, node_rank, head)    argv after `sglang serve` for one node
+    router_args(spec)                         argv after `python3 -m sglang_router.launch_router`
+"""
+from __future__ import annotations
+
+import ipaddress
+from collections import defaultdict
+from typing import Any, Callable
+
+from ansible_collections.metalserve.sglang.plugins.module_utils import argv, knobs
+from ansible_collections.metalserve.sglang.plugins.module_utils.knobs import Build
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import (
+    Catalog,
+    Cell,
+    Model,
+    flag_table,
+    load_catalog,
+)
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.module_utils.selection import normalize
+from ansible_collections.metalserve.sglang.plugins.module_utils.sglang_version import (
+    at_least,
+    parse_version,
+    version_from_image,
+)
+
+#: The order knobs apply in. DP-attention comes before speculative decoding and context
+#: parallelism because both check the final DP-attention state; extra/remove args come last so an
+#: operator always has the final word; translation for the target release runs after all of them.
+KNOB_ORDER: tuple[Callable[[Build], Build], ...] = (
+    knobs.apply_model_path,
+    knobs.apply_dp_attention,
+    knobs.apply_moe,
+    knobs.apply_speculative,
+    knobs.apply_context_parallel,
+    knobs.apply_hicache,
+    knobs.apply_kv_cache_fp8,
+    knobs.apply_pd,
+    knobs.apply_parsers,
+)
+MULTINODE_ANCHORS = ("--enable-dp-attention", "--dp-size", "--tp-size", "--model-path")
+SPECULATIVE_CAP = 48
+
+
+# --- choosing the cell ------------------------------------------------------------------------------
+
+NUMBER_WORDS = {2: "two", 3: "three", 4: "four"}
+
+
+def _nodes_phrase(nodes: int) -> str:
+    return "single-node" if nodes == 1 else f"{nodes}-node"
+
+
+def _why_not(model: Model, platform: dict[str, Any], gpu: str, quant: str) -> str:
+    """A reason from the data why a precision has no recipe on a GPU, or ''."""
+    checkpoint = model.checkpoints[quant]
+    archs = checkpoint.get("architectures")
+    if archs and platform.get("arch") not in archs:
+        return f" ({quant} needs {'/'.join(archs)} GPUs; {gpu} is {platform.get('arch')})"
+    size, per_gpu, count = checkpoint.get("size_gb"), platform.get("vram_gb"), platform.get("gpus_per_node")
+    if size and per_gpu and count and size > 0.85 * per_gpu * count:
+        return (f" (the ~{size} GB {quant} weights leave no KV-cache room in one {gpu} node's "
+                f"{per_gpu * count} GB)")
+    return ""
+
+
+def _offer(cells: list[Cell]) -> str:
+    by_quant: dict[str, list[str]] = defaultdict(list)
+    for cell in cells:
+        by_quant[cell.quant].append(cell.strategy)
+    return "; ".join(f"{q} x {'/'.join(s)}" for q, s in by_quant.items())
+
+
+def _tp_of(cell: Cell) -> int:
+    return int(dict(cell.flags).get("--tp-size", 1))
+
+
+def select_cell(catalog: Catalog, sel: dict[str, Any]) -> tuple[Model, dict[str, Any], Cell]:
+    model = catalog.models.get(sel["model"])
+    if model is None:
+        raise RecipeError(f"sglang_model: {sel['model']!r} has no recipes; known models: "
+                          f"{', '.join(sorted(catalog.models))} (add one with sglang_recipes)")
+    gpu = sel["gpu"]
+    if not gpu:
+        raise RecipeError(f"sglang_gpu: not set; {model.id} has recipes for "
+                          f"{', '.join(sorted({c.gpu for c in model.cells}))}")
+    platform = catalog.gpus.get(gpu)
+    if platform is None:
+        raise RecipeError(f"sglang_gpu: {gpu!r} is not a GPU the recipes know; known: "
+                          f"{', '.join(sorted(catalog.gpus))} (add one with sglang_gpu_platforms)")
+    quant, strategy, nodes = sel["quant"], sel["strategy"], sel["nodes"]
+    if quant not in model.checkpoints:
+        raise RecipeError(f"sglang_quant: {model.id} has no {quant} checkpoint; it has "
+                          f"{', '.join(model.checkpoints)}")
+    for cell in model.cells:
+        if cell.key == (gpu, quant, strategy, nodes):
+            return model, platform, cell
+    raise RecipeError(_no_cell_message(model, platform, gpu, quant, strategy, nodes))
+
+
+def _no_cell_message(model: Model, platform: dict[str, Any], gpu: str, quant: str, strategy: str,
+                     nodes: int) -> str:
+    on_gpu = [c for c in model.cells if c.gpu == gpu]
+    if not on_gpu:
+        return (f"sglang_gpu: {model.id} has no recipe for {gpu}; GPUs with recipes: "
+                f"{', '.join(sorted({c.gpu for c in model.cells}))}")
+    same_quant = [c for c in on_gpu if c.quant == quant]
+    here = [c for c in on_gpu if c.nodes == nodes]
+    offer = (f"{_nodes_phrase(nodes)} {gpu} offers: {_offer(here)}" if here
+             else f"{gpu} has no {_nodes_phrase(nodes)} recipe")
+    if not same_quant:
+        why = _why_not(model, platform, gpu, quant)
+        return f"sglang_quant: {quant} on {gpu} is not in the {model.id} recipes{why}; {offer}"
+    other_nodes = sorted({c.nodes for c in same_quant} - {nodes})
+    if not any(c.nodes == nodes for c in same_quant) and other_nodes:
+        n = other_nodes[0]
+        tp = _tp_of(next(c for c in same_quant if c.nodes == n))
+        per_node = platform.get("gpus_per_node")
+        layout = (f"TP{tp} over {NUMBER_WORDS.get(n, n)} {per_node}-GPU nodes" if n > 1
+                  else f"TP{tp} on one {per_node}-GPU node")
+        return f"sglang_nodes: {quant} on {gpu} needs sglang_nodes: {n} ({layout}); {offer}"
+    strategies = [c.strategy for c in same_quant if c.nodes == nodes]
+    return (f"sglang_strategy: {strategy!r} is not a {_nodes_phrase(nodes)} {quant} recipe on {gpu}; it offers "
+            f"{', '.join(strategies)}")
+
+
+# --- release, image and ports ---------------------------------------------------------------------
+
+def resolve_release(catalog: Catalog, model: Model, sel: dict[str, Any]) -> tuple[str, str | None, list[str]]:
+    """(target SGLang release, image, warnings). Explicit beats image tag beats the pin."""
+    pinned = str(catalog.versions["pinned"])
+    entry = model.images.get(sel["gpu"]) or {}
+    image = sel["image"] or entry.get("ref")
+    known = version_from_image(image) if image else None
+    if known is None and not sel["image"]:
+        known = entry.get("sglang_version")
+    warnings: list[str] = []
+    if sel["sglang_version"]:
+        parse_version(sel["sglang_version"])
+        return sel["sglang_version"], image, warnings
+    if sel["install_method"] == "uv":
+        return pinned, image, warnings
+    if known:
+        return str(known), image, warnings
+    if image:
+        warnings.append(f"image {image} does not name its SGLang release: rendering for the pinned {pinned}. "
+                        "Pin sglang_image to a tag or digest and set sglang_version to the release inside it")
+    return pinned, image, warnings
+
+
+def serve_ports(port: int, ports: dict[str, int]) -> list[int]:
+    """The port and the block SGLang takes from --port + internal_offset."""
+    start = port + ports["internal_offset"]
+    return [port] + list(range(start, start + ports["internal_count"]))
+
+
+def resolve_ports(catalog: Catalog, sel: dict[str, Any]) -> tuple[int, int]:
+    ports = catalog.ports
+    pd = knobs.check_pd(sel["pd"])
+    role = pd["role"] if pd else None
+    port = sel["port"] or (ports["pd_decode_serve"] if role == "decode" else ports["serve"])
+    default_dist = {"prefill": ports["pd_prefill_dist_init"], "decode": ports["pd_decode_dist_init"]}
+    dist = sel["dist_port"] or default_dist.get(role or "", ports["dist_init"])
+    taken = serve_ports(port, ports)
+    span = f"{taken[0]}, {taken[1]}-{taken[-1]}"
+    if sel["nodes"] > 1 and dist in taken:
+        raise RecipeError(f"sglang_dist_port: {dist} collides with the ports SGLang takes from --port {port} "
+                          f"({span}); choose another rendezvous port")
+    if role == "prefill":
+        bootstrap = pd.get("bootstrap_port") or ports["pd_bootstrap"]
+        if bootstrap in taken or (sel["nodes"] > 1 and bootstrap == dist):
+            raise RecipeError(f"sglang_pd.bootstrap_port: {bootstrap} collides with the server's ports ({span}"
+                              f"{', ' + str(dist) if sel['nodes'] > 1 else ''})")
+    return port, dist
+
+
+# --- translation for the target release ------------------------------------------------------------
+
+def translate(b: Build) -> Build:
+    """Rename flags for the target release, refuse features it lacks, check names against its table."""
+    versions = b.catalog.versions
+    args = b.args
+    for rule in versions.get("renames", []):
+        if at_least(b.version, rule["new_since"]):
+            args = argv.rename(args, rule["old"], rule["new"])
+        else:
+            args = argv.rename(args, rule["new"], rule["old"])
+    for feature in versions.get("features", []):
+        i = argv.find(args, feature["flag"])
+        if i >= 0 and not at_least(b.version, feature["since"]):
+            raise RecipeError(
+                f"{args[i].origin}: {feature['feature']} ({feature['flag']}) needs SGLang >= {feature['since']}; "
+                f"the command targets {b.version}{_release_hint(b)}")
+    table = flag_table(b.version)
+    if table is not None:
+        for arg in args:
+            _check_against_table(arg, table, b.version)
+    return b.with_(args=args)
+
+
+def _release_hint(b: Build) -> str:
+    if b.sel["sglang_version"]:
+        return " (sglang_version)"
+    if b.sel["install_method"] == "docker" and b.version != b.catalog.versions["pinned"]:
+        return (f" (the release inside the {b.cell.gpu} image); use sglang_install_method: uv, or an "
+                "sglang_image with a newer release and sglang_version")
+    return ""
+
+
+def _check_against_table(arg: argv.Arg, table: dict[str, dict[str, Any]], version: str) -> None:
+    entry = table.get(arg.name)
+    if entry is None:
+        raise RecipeError(f"{arg.origin}: SGLang {version} has no flag {arg.name}{knobs.suggest(arg.name, table)}")
+    nargs = entry["nargs"]
+    if nargs == 0 and arg.value is not None:
+        raise RecipeError(f"{arg.origin}: {arg.name} is a switch in SGLang {version}; give it no value (true)")
+    if nargs not in (0, "?", "*") and arg.value is None:
+        raise RecipeError(f"{arg.origin}: {arg.name} needs a value in SGLang {version}")
+    choices = entry.get("choices")
+    values = arg.value if isinstance(arg.value, tuple) else (arg.value,)
+    for value in values:
+        if choices and value is not None and value not in choices:
+            raise RecipeError(f"{arg.origin}: {arg.name} {value!r} is not accepted by SGLang {version}; choices: "
+                              f"{', '.join(choices)}")
+
+
+# --- warnings --------------------------------------------------------------------------------------
+
+def final_checks(b: Build) -> Build:
+    per_node = gpus_per_node(b)
+    if per_node > int(b.platform.get("gpus_per_node", per_node)):
+        raise RecipeError(f"sglang_nodes: {b.where} needs {per_node} GPUs per node; a {b.cell.gpu} node has "
+                          f"{b.platform['gpus_per_node']}. Use more nodes or a smaller TP size")
+    if not b.cell.verified:
+        who = "upstream has not run it" if b.cell.origin == "cookbook" else "from sglang_recipes, marked unverified"
+        b = b.warn(f"{b.where} is an unverified recipe ({who}); test it before production")
+    checkpoint = b.model.checkpoints[b.cell.quant]
+    if checkpoint.get("experimental"):
+        b = b.warn(checkpoint.get("note") or f"{checkpoint['id']} is experimental")
+    if argv.has(b.args, "--speculative-algorithm") and not argv.has(b.args, "--max-running-requests"):
+        b = b.warn(f"speculative decoding is on and --max-running-requests is not set: SGLang caps running "
+                   f"requests at {SPECULATIVE_CAP}. Set it with sglang_extra_args if you need more")
+    return b
+
+
+def gpus_per_node(b: Build) -> int:
+    total = b.int_flag("--tp-size") * b.int_flag("--pp-size")
+    return max(1, total // b.cell.nodes)
+
+
+# --- public API ------------------------------------------------------------------------------------
+
+def build(selection: Any) -> Build:
+    catalog = load_catalog(
+        selection.get("recipes") if isinstance(selection, dict) else None,
+        selection.get("gpu_platforms") if isinstance(selection, dict) else None,
+    )
+    sel = normalize(selection, catalog.variables["recipe"])
+    model, platform, cell = select_cell(catalog, sel)
+    version, _image, release_warnings = resolve_release(catalog, model, sel)
+    port, dist = resolve_ports(catalog, sel)
+    checkpoint = model.checkpoints[cell.quant]["id"]
+    args = [argv.Arg("--model-path", checkpoint, "cell")]
+    args += [argv.Arg(name, argv.as_value(value), f"cell {cell.gpu}/{cell.quant}/{cell.strategy}")
+             for name, value in cell.flags]
+    b = Build(sel=sel, catalog=catalog, model=model, platform=platform, cell=cell, version=version,
+              args=args, env=dict(cell.env), port=port, dist_port=dist, warnings=tuple(release_warnings))
+    for knob in KNOB_ORDER:
+        b = knob(b)
+    table = flag_table(version)
+    b = knobs.apply_extra_args(b, table)
+    b = knobs.apply_remove_args(b)
+    b = knobs.apply_listen(b)
+    b = b.with_(env={**b.env, **{str(k): str(v) for k, v in (sel["env"] or {}).items()}})
+    return final_checks(translate(b))
+
+
+def recipe(selection: Any) -> dict[str, Any]:
+    b = build(selection)
+    _version, image, _ = resolve_release(b.catalog, b.model, b.sel)
+    checkpoint = b.model.checkpoints[b.cell.quant]
+    pd = b.sel["pd"] or {}
+    return {
+        "model": b.model.id,
+        "checkpoint": checkpoint["id"],
+        "checkpoint_size_gb": checkpoint.get("size_gb"),
+        "gpu": b.cell.gpu,
+        "vendor": b.vendor,
+        "quant": b.cell.quant,
+        "strategy": b.cell.strategy,
+        "nodes": b.cell.nodes,
+        "gpus_per_node": gpus_per_node(b),
+        "verified": b.cell.verified,
+        "origin": b.cell.origin,
+        "image": image,
+        "sglang_version": b.version,
+        "env": dict(b.env),
+        "args": argv.tokens(b.args),
+        "served_model_name": argv.get(b.args, "--served-model-name") or checkpoint["id"],
+        "port": b.port,
+        "dist_port": b.dist_port,
+        "ports": serve_ports(b.port, b.catalog.ports),
+        "pd_role": pd.get("role"),
+        "bootstrap_port": (pd.get("bootstrap_port") or b.catalog.ports["pd_bootstrap"]) if pd else None,
+        "speculative": argv.get(b.args, "--speculative-algorithm"),
+        "warnings": list(b.warnings),
+    }
+
+
+def format_address(host: str, port: int) -> str:
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            return f"[{host}]:{port}"
+    except ValueError:
+        pass
+    return f"{host}:{port}"
+
+
+def serve_args(selection: Any, node_rank: Any = 0, head_address: Any = None) -> list[str]:
+    """argv after `sglang serve` for one node; multi-node adds --nnodes/--node-rank/--dist-init-addr
+    right after the last parallelism flag (search order --enable-dp-attention, --dp-size, --tp-size,
+    else --model-path), as the cookbook does."""
+    b = build(selection)
+    nodes = b.cell.nodes
+    if isinstance(node_rank, bool) or not isinstance(node_rank, int):
+        if isinstance(node_rank, str) and node_rank.isdigit():
+            node_rank = int(node_rank)
+        else:
+            raise RecipeError(f"node_rank: expected an integer 0..{nodes - 1}, got {node_rank!r}")
+    if not 0 <= node_rank < nodes:
+        raise RecipeError(f"node_rank: {node_rank} is out of range for sglang_nodes: {nodes} (ranks 0..{nodes - 1}); "
+                          "check the members of sglang_instance_group")
+    if nodes == 1:
+        return argv.tokens(b.args)
+    if not head_address or not isinstance(head_address, str):
+        raise RecipeError(f"head_address: {b.where} runs over {nodes} nodes and needs the head's address; set "
+                          "sglang_instance_group (its first member is the head) or pass head_address")
+    trio = [argv.Arg("--nnodes", str(nodes), "sglang_nodes"),
+            argv.Arg("--node-rank", str(node_rank), "sglang_instance_group"),
+            argv.Arg("--dist-init-addr", format_address(head_address, b.dist_port), "sglang_instance_group")]
+    anchor = next(a for a in MULTINODE_ANCHORS if argv.has(b.args, a))
+    return argv.tokens(argv.insert_after(b.args, anchor, trio))
+
+
+def router_args(spec: Any) -> list[str]:
+    """argv after `python3 -m sglang_router.launch_router`.
+
+    spec: {mode: pd|plain, prefill: [url or {url, bootstrap_port}], decode: [url], workers: [url],
+           host: 0.0.0.0, port: 8000, policy: str|None, extra_args: [tokens]}
+    """
+    if not isinstance(spec, dict):
+        raise RecipeError(f"router spec: expected a mapping, got {type(spec).__name__}")
+    catalog = load_catalog()
+    mode = spec.get("mode") or ("pd" if spec.get("prefill") or spec.get("decode") else "plain")
+    port = spec.get("port") or catalog.ports["router"]
+    out: list[str] = []
+    if mode == "pd":
+        prefill, decode = spec.get("prefill") or [], spec.get("decode") or []
+        if not prefill or not decode:
+            raise RecipeError(
+                f"sglang_router_workers_group: a PD router needs at least one prefill and one decode worker; "
+                f"found {len(prefill)} prefill and {len(decode)} decode")
+        out.append("--pd-disaggregation")
+        for worker in prefill:
+            url, bootstrap = (worker.get("url"), worker.get("bootstrap_port")) if isinstance(worker, dict) else (worker, None)
+            out += ["--prefill", str(url)]
+            if bootstrap and bootstrap != catalog.ports["pd_bootstrap"]:
+                out.append(str(bootstrap))
+        for url in decode:
+            out += ["--decode", str(url)]
+        defaults = catalog.router.get("pd_defaults", [])
+    elif mode == "plain":
+        workers = spec.get("workers") or []
+        if not workers:
+            raise RecipeError("sglang_router_workers_group: the router has no workers; name a group of servers")
+        out += ["--worker-urls", *map(str, workers)]
+        defaults = catalog.router.get("plain_defaults", [])
+    else:
+        raise RecipeError(f"sglang_router_mode: {mode!r} is not one of pd, plain")
+    out += ["--host", str(spec.get("host") or "0.0.0.0"), "--port", str(port)]
+    if spec.get("policy"):
+        out += ["--policy", str(spec["policy"])]
+    return out + [str(t) for t in defaults] + [str(t) for t in spec.get("extra_args") or []]

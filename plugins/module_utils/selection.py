@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Turn a selection dict (the sglang_* inventory variables without their prefix) into checked values.
+
+Types, defaults and fixed choices come from data/variables.yml; choices that depend on the recipe
+data (GPU ids, models) are checked by the engine, which knows what exists.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+
+PREFIX = "sglang_"
+TRUE_WORDS = {"true", "yes", "on", "1"}
+FALSE_WORDS = {"false", "no", "off", "0"}
+
+
+def variable_name(key: str, schema: dict[str, dict[str, Any]]) -> str:
+    for name, spec in schema.items():
+        if spec.get("key") == key:
+            return name
+    return PREFIX + key
+
+
+def coerce(value: Any, kind: str, name: str) -> Any:
+    """Coerce like Ansible's argument specs do: '8' is an int, 'yes' a bool; 'eight' is an error."""
+    if value is None or kind == "any":
+        return value
+    if kind == "int":
+        if isinstance(value, bool):
+            raise RecipeError(f"{name}: expected an integer, got the boolean {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value.strip())
+        raise RecipeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}")
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in TRUE_WORDS | FALSE_WORDS:
+            return value.lower() in TRUE_WORDS
+        raise RecipeError(f"{name}: expected true or false, got {type(value).__name__} {value!r}")
+    if kind == "str":
+        if isinstance(value, bool):
+            # YAML 1.1 reads an unquoted off/no as false: the one string knob value that means it
+            return "off" if value is False else "on"
+        if isinstance(value, (str, int, float)):
+            return str(value)
+        raise RecipeError(f"{name}: expected a string, got {type(value).__name__} {value!r}")
+    if kind == "dict":
+        if isinstance(value, dict):
+            return value
+        raise RecipeError(f"{name}: expected a mapping (key: value), got {type(value).__name__} {value!r}")
+    if kind == "list":
+        if isinstance(value, (list, tuple)):
+            return list(value)
+        raise RecipeError(f"{name}: expected a list, got {type(value).__name__} {value!r}")
+    raise ValueError(f"variables.yml: unknown type {kind!r} for {name}")
+
+
+def normalize(selection: Any, schema: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Checked selection: every known key present (defaults filled), unknown keys refused."""
+    if not isinstance(selection, dict):
+        raise RecipeError(f"selection: expected a mapping such as {{gpu: h200, quant: fp8}}, got {type(selection).__name__}")
+    keys = {spec["key"]: (name, spec) for name, spec in schema.items() if "key" in spec}
+    unknown = sorted(set(selection) - set(keys))
+    if unknown:
+        raise RecipeError(
+            f"selection: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(keys))}"
+        )
+    out: dict[str, Any] = {}
+    for key, (name, spec) in keys.items():
+        raw = selection.get(key)
+        value = spec.get("default") if raw is None else coerce(raw, spec["type"], name)
+        choices = spec.get("choices")
+        if value is not None and choices and value not in choices:
+            raise RecipeError(f"{name}: {value!r} is not one of {', '.join(map(str, choices))}")
+        out[key] = value
+    for port_key in ("port", "dist_port"):
+        port = out[port_key]
+        if port is not None and not 1 <= port <= 65535:
+            raise RecipeError(f"{variable_name(port_key, schema)}: {port} is not a TCP port (1-65535)")
+    if out["nodes"] < 1:
+        raise RecipeError(f"sglang_nodes: {out['nodes']} must be 1 or more")
+    return out

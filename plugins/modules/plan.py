@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Documentation for the metalserve.sglang.plan action plugin (it runs on the controller)."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: plan
+version_added: 0.1.0
+author: metalserve.sglang contributors
+short_description: Plan what every GLM-5.3 host serves, from the inventory's sglang_* variables
+description:
+  - Builds, on the controller, the plan of each host: its recipe (the cookbook cell plus knobs), the exact
+    C(sglang serve) argv for its rank, instance name and members, the environment, and for router hosts the
+    C(sglang_router.launch_router) argv.
+  - Run it once (C(run_once: true)); it plans every host in O(hosts) and reports the problems of all hosts in
+    one failure message.
+  - Secrets never enter a plan; C(secret_env) lists the names of the variables they will fill.
+options:
+  hosts:
+    description: Hosts to plan. Defaults to C(ansible_play_hosts_all).
+    type: list
+    elements: str
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: all
+notes:
+  - This is an action plugin; it never connects to the hosts.
+"""
+
+EXAMPLES = r"""
+- name: Plan the site
+  metalserve.sglang.plan:
+  run_once: true
+  register: site_plan
+
+- name: Show this host's command
+  ansible.builtin.debug:
+    msg: "{{ site_plan.plans[inventory_hostname].command }}"
+"""
+
+RETURN = r"""
+plans:
+  description: Plan per host (keys host, role, rack, instance, unit, members, rank, head, head_address, recipe, argv,
+    env, secret_env, command, warnings; routers carry mode, workers, port, argv, command).
+  returned: always
+  type: dict
+errors:
+  description: Problem per host that could not be planned.
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec={"hosts": {"type": "list", "elements": "str"}}, supports_check_mode=True)
+    module.fail_json(msg="metalserve.sglang.plan runs as an action plugin on the controller")
+
+
+if __name__ == "__main__":
+    main()

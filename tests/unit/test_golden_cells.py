@@ -1,0 +1,70 @@
+"""Every upstream GLM-5.3 cell renders to the cookbook's own command, token for token.
+
+The expectation is built from the upstream file alone (tests/fixtures/upstream), with only the
+spellings this test names: --tp/--dp written out in full, and --cuda-graph-max-bs as
+--cuda-graph-max-bs-decode for releases that reject the old name.
+"""
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.metalserve.sglang.plugins.module_utils import recipe_engine
+from helpers import selection_of, upstream, upstream_nodes, upstream_tokens
+
+DOC = upstream()
+CELLS = DOC["cells"]
+FULL_NAMES = {"--tp": "--tp-size", "--dp": "--dp-size"}
+
+
+def cell_id(cell: dict) -> str:
+    m = cell["match"]
+    return f"{m['hw']}-{m['quant']}-{m['strategy']}-{m['nodes']}"
+
+
+def expected(cell: dict, release: str, rank: int = 0, head: str = "10.0.0.1") -> list[str]:
+    names = dict(FULL_NAMES)
+    if release != "0.5.13.post1":
+        names["--cuda-graph-max-bs"] = "--cuda-graph-max-bs-decode"
+    return [names.get(t, t) for t in upstream_tokens(cell, DOC, rank, head)]
+
+
+def test_all_48_cells_are_shipped() -> None:
+    assert len(CELLS) == 48
+    shipped = recipe_engine.load_catalog().models["glm-5.3"].cells
+    assert {c.key for c in shipped} == {
+        (c["match"]["hw"], c["match"]["quant"], c["match"]["strategy"], upstream_nodes(c["match"]["nodes"]))
+        for c in CELLS
+    }
+
+
+@pytest.mark.parametrize("release", ["0.5.23", "0.5.13.post1"])
+@pytest.mark.parametrize("cell", CELLS, ids=cell_id)
+def test_cell_matches_upstream(cell: dict, release: str) -> None:
+    sel = selection_of(cell, parsers=False, sglang_version=release)
+    if upstream_nodes(cell["match"]["nodes"]) == 1:
+        assert recipe_engine.serve_args(sel) == expected(cell, release)
+    else:
+        for rank in (0, 1):
+            assert recipe_engine.serve_args(sel, rank, "10.0.0.1") == expected(cell, release, rank)
+
+
+@pytest.mark.parametrize("cell", CELLS, ids=cell_id)
+def test_cell_metadata(cell: dict) -> None:
+    rec = recipe_engine.recipe(selection_of(cell))
+    m = cell["match"]
+    assert rec["checkpoint"] == DOC["model_names"][m["quant"]]
+    assert rec["image"] == DOC["docker_images"][m["hw"]]
+    assert rec["verified"] is cell["verified"]
+    assert rec["env"] == dict(e.split("=", 1) for e in cell["env"])
+    # GPUs each node runs: TP over the nodes (GB300 trays hold 4, the rest 8)
+    assert rec["gpus_per_node"] == (4 if m["hw"] == "gb300" else 8)
+    # the default release is the one inside the cell's image when its tag names one
+    assert rec["sglang_version"] == ("0.5.13.post1" if m["hw"].startswith("mi") else "0.5.23")
+    unverified = [w for w in rec["warnings"] if "unverified recipe" in w]
+    assert bool(unverified) is (not cell["verified"])
+
+
+def test_default_parsers_are_added_before_host_and_port() -> None:
+    args = recipe_engine.serve_args({"gpu": "h200", "quant": "fp8", "strategy": "low-latency"})
+    assert args[-8:] == ["--reasoning-parser", "glm45", "--tool-call-parser", "glm47",
+                         "--host", "0.0.0.0", "--port", "30000"]

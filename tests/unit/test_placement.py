@@ -1,0 +1,158 @@
+"""Instances from inventory groups: ranks, heads, members, PD routers, and the errors around them."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ansible_collections.metalserve.sglang.plugins.module_utils.placement import host_plan
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+
+PAIR = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
+        "sglang_instance_group": "pair", "sglang_dist_interface": "ens1f0"}
+PD = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced"}
+
+
+def site() -> tuple[dict, dict]:
+    hostvars = {
+        "n2": {**PAIR, "ansible_host": "10.0.0.2"},
+        "n1": {**PAIR, "ansible_host": "10.0.0.1"},
+        "p1": {**PD, "sglang_pd": {"role": "prefill"}, "ansible_host": "10.0.1.1"},
+        "d1": {**PD, "sglang_pd": {"role": "decode"}, "ansible_host": "10.0.1.2"},
+        "r1": {"sglang_role": "router", "sglang_router_workers_group": "pd", "ansible_host": "10.0.9.1"},
+    }
+    groups = {"all": sorted(hostvars), "pair": ["n2", "n1"], "pd": ["p1", "d1"], "routers": ["r1"]}
+    return hostvars, groups
+
+
+def test_rank_is_the_position_in_the_sorted_group_and_head_is_the_first() -> None:
+    hostvars, groups = site()
+    p1, p2 = host_plan("n1", hostvars, groups), host_plan("n2", hostvars, groups)
+    assert (p1["rank"], p2["rank"]) == (0, 1)
+    assert p1["members"] == p2["members"] == ["n1", "n2"]
+    assert p2["head_address"] == "10.0.0.1"
+    assert p2["argv"][p2["argv"].index("--dist-init-addr") + 1] == "10.0.0.1:20000"
+    assert [a for a, b in zip(p1["argv"], p2["argv"]) if a != b] == ["0"]
+    assert p2["env"] == {"NCCL_SOCKET_IFNAME": "ens1f0", "GLOO_SOCKET_IFNAME": "ens1f0"}
+    assert p1["instance"] == "pair" and p1["unit"] == "sglang-pair.service"
+
+
+def test_dist_address_wins_over_ansible_host() -> None:
+    hostvars, groups = site()
+    hostvars["n1"]["sglang_dist_address"] = "192.168.50.1"
+    assert host_plan("n2", hostvars, groups)["head_address"] == "192.168.50.1"
+
+
+@pytest.mark.parametrize("members,message", [
+    (["n1"], r"sglang_instance_group: pair has 1 member\(s\) \(n1\) but sglang_nodes is 2"),
+    (["n1", "n2", "n3"], r"sglang_instance_group: pair has 3 member\(s\) \(n1, n2, n3\) but sglang_nodes is 2"),
+])
+def test_group_size_must_match_nodes(members: list[str], message: str) -> None:
+    hostvars, groups = site()
+    hostvars["n3"] = dict(PAIR)
+    groups["pair"] = members
+    with pytest.raises(RecipeError, match=message):
+        host_plan("n1", hostvars, groups)
+
+
+def test_mixed_gpu_models_in_one_instance() -> None:
+    hostvars, groups = site()
+    hostvars["n2"]["sglang_gpu"] = "b200"
+    with pytest.raises(RecipeError, match=r"sglang_gpu: mixed GPU models in one instance \(n1='h200', n2='b200'\)"):
+        host_plan("n1", hostvars, groups)
+
+
+def test_members_must_agree_on_what_shapes_the_command() -> None:
+    hostvars, groups = site()
+    hostvars["n2"]["sglang_extra_args"] = {"--dist-timeout": 60}
+    with pytest.raises(RecipeError, match=r"sglang_extra_args: members disagree"):
+        host_plan("n1", hostvars, groups)
+
+
+def test_instance_group_errors() -> None:
+    hostvars, groups = site()
+    bad = copy.deepcopy(hostvars)
+    del bad["n1"]["sglang_instance_group"]
+    with pytest.raises(RecipeError, match=r"sglang_instance_group: n1 has sglang_nodes: 2 but no instance group"):
+        host_plan("n1", bad, groups)
+    bad["n1"]["sglang_instance_group"] = "nope"
+    with pytest.raises(RecipeError, match=r"'nope' \(on n1\) is not an inventory group"):
+        host_plan("n1", bad, groups)
+    bad["n1"]["sglang_instance_group"] = "pd"
+    with pytest.raises(RecipeError, match=r"n1 is not a member of pd"):
+        host_plan("n1", bad, groups)
+    single = {**PD, "sglang_instance_group": "pair"}
+    with pytest.raises(RecipeError, match=r"names pair \(2 members\) but sglang_nodes is 1"):
+        host_plan("x", {"x": single}, {"pair": ["n1", "n2"]})
+
+
+def test_pd_workers_and_router() -> None:
+    hostvars, groups = site()
+    prefill, decode = host_plan("p1", hostvars, groups), host_plan("d1", hostvars, groups)
+    assert (prefill["instance"], decode["instance"]) == ("glm-5.3-prefill", "glm-5.3-decode")
+    router = host_plan("r1", hostvars, groups)
+    assert router["mode"] == "pd"
+    assert router["argv"][:6] == ["--pd-disaggregation", "--prefill", "http://10.0.1.1:30000",
+                                  "--decode", "http://10.0.1.2:30100", "--host"]
+    assert router["command"].startswith("python3 -m sglang_router.launch_router \\\n  --pd-disaggregation")
+
+
+def test_pd_pair_without_a_router_is_refused() -> None:
+    hostvars, groups = site()
+    del hostvars["r1"]
+    with pytest.raises(RecipeError, match=r"sglang_pd: p1 is a PD prefill worker but no router fronts it"):
+        host_plan("p1", hostvars, groups)
+
+
+def test_router_without_workers_is_refused() -> None:
+    hostvars, groups = site()
+    groups["pd"] = []
+    with pytest.raises(RecipeError, match=r"sglang_router_workers_group: pd \(on router r1\) has no servers"):
+        host_plan("r1", hostvars, groups)
+    del hostvars["r1"]["sglang_router_workers_group"]
+    with pytest.raises(RecipeError, match=r"router r1 fronts no workers"):
+        host_plan("r1", hostvars, groups)
+
+
+def test_pd_router_needs_both_roles() -> None:
+    hostvars, groups = site()
+    groups["pd"] = ["p1"]
+    with pytest.raises(RecipeError, match=r"a PD router needs at least one prefill and one decode worker; found 1 "
+                                          r"prefill and 0 decode"):
+        host_plan("r1", hostvars, groups)
+
+
+def test_plain_router_over_independent_servers() -> None:
+    hostvars = {"a": {**PD}, "b": {**PD, "ansible_host": "10.0.0.9", "sglang_port": 31000},
+                "r": {"sglang_role": "router", "sglang_router_workers_group": "servers",
+                      "sglang_router_policy": "cache_aware"}}
+    plan = host_plan("r", hostvars, {"servers": ["a", "b"]})
+    assert plan["argv"] == ["--worker-urls", "http://a:30000", "http://10.0.0.9:31000", "--host", "0.0.0.0",
+                            "--port", "8000", "--policy", "cache_aware"]
+
+
+def test_secrets_stay_out_of_the_plan() -> None:
+    hostvars, groups = site()
+    hostvars["n1"]["sglang_hf_token"] = "hf_SECRET_value"
+    plan = host_plan("n1", hostvars, groups)
+    assert plan["secret_env"] == ["HF_TOKEN"]
+    assert "hf_SECRET_value" not in repr(plan)
+
+
+def test_typos_in_variable_names_are_reported() -> None:
+    hostvars, groups = site()
+    hostvars["p1"]["sglang_stratgy"] = "balanced"
+    hostvars["p1"]["sglang_server_health_timeout"] = 600  # a role default, not a typo
+    typos = [w for w in host_plan("p1", hostvars, groups)["warnings"] if "not a variable" in w]
+    assert typos == ["sglang_stratgy is not a variable of this collection; did you mean sglang_strategy?"]
+
+
+def test_hosts_with_role_none_are_left_out() -> None:
+    assert host_plan("x", {"x": {"sglang_role": "none"}}, {})["role"] == "none"
+    with pytest.raises(RecipeError, match=r"sglang_role: 'gpu' is not one of server, router, none"):
+        host_plan("x", {"x": {"sglang_role": "gpu"}}, {})
+
+
+def test_instance_name_must_be_unit_safe() -> None:
+    with pytest.raises(RecipeError, match=r"sglang_instance: 'glm 5' must be letters"):
+        host_plan("x", {"x": {**PD, "sglang_instance": "glm 5"}}, {})
