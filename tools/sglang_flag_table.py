@@ -42,7 +42,7 @@ def table_from_parser() -> tuple[str, dict[str, dict[str, Any]]]:
             continue
         entry: dict[str, Any] = {"nargs": nargs_of(action.nargs, action.nargs != 0)}
         if action.choices:
-            entry["choices"] = [str(c) for c in action.choices]
+            entry["choices"] = sorted(str(c) for c in action.choices)
         if "Deprecated" in type(action).__name__:
             entry["deprecated"] = True
         for opt in action.option_strings:
@@ -72,7 +72,7 @@ def table_from_source(source: str) -> dict[str, dict[str, Any]]:
         choices = kw.get("choices")
         if isinstance(choices, (ast.List, ast.Tuple)):
             try:
-                entry["choices"] = [str(c) for c in ast.literal_eval(choices)]
+                entry["choices"] = sorted(str(c) for c in ast.literal_eval(choices))
             except ValueError:
                 pass
         if str(action_name).startswith("Deprecated"):

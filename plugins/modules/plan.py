@@ -11,12 +11,12 @@ version_added: 0.1.0
 author: metalserve.sglang contributors
 short_description: Plan what every GLM-5.3 host serves, from the inventory's sglang_* variables
 description:
-  - Builds, on the controller, the plan of each host: its recipe (the cookbook cell plus knobs), the exact
-    C(sglang serve) argv for its rank, instance name and members, the environment, and for router hosts the
-    C(sglang_router.launch_router) argv.
-  - Run it once (C(run_once: true)); it plans every host in O(hosts) and reports the problems of all hosts in
+  - Builds, on the controller, the plan of each host. That is its recipe (the cookbook cell plus knobs), the
+    exact C(sglang serve) argv for its rank, instance name and members, the environment, and for router hosts
+    the C(sglang_router.launch_router) argv.
+  - Run it once with C(run_once=true). It plans every host in one pass and reports the problems of all hosts in
     one failure message.
-  - Secrets never enter a plan; C(secret_env) lists the names of the variables they will fill.
+  - Secrets never enter a plan. C(secret_env) lists the names of the variables they will fill.
 options:
   hosts:
     description: Hosts to plan. Defaults to C(ansible_play_hosts_all).

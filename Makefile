@@ -1,0 +1,61 @@
+# metalserve.sglang: `make demo` and `make test` are the two commands a new machine needs.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export METALSERVE_CACHE ?= $(HOME)/.cache/metalserve-sglang
+LINK := .build/collections/ansible_collections/metalserve/sglang
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.build/collections
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+PLAYBOOKS := $(wildcard playbooks/*.yml)
+
+.PHONY: demo test venv link lint yamllint ansible-lint docs docs-check unit integration slow syntax clean
+
+demo: venv link ## render inventories/example and print the plan
+	$(BIN)/ansible-playbook playbooks/render.yml -i inventories/example
+	@echo; cat rendered/PLAN.md
+
+test: lint docs-check unit syntax integration slow ## everything CI runs
+	@echo "make test: all green"
+
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: requirements/test.txt
+	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "Python 3.10+ is needed")'
+	$(PYTHON) -m venv $(VENV) || { echo "python3 -m venv failed: install python3-venv (apt-get install python3-venv)"; exit 1; }
+	mkdir -p .cache
+	{ $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q -r requirements/test.txt; } >.cache/pip.log 2>&1 \
+	  || { tail -30 .cache/pip.log; exit 1; }
+	touch $@
+
+link: $(LINK)
+$(LINK):
+	mkdir -p $(dir $(LINK))
+	ln -sfn $(CURDIR) $(LINK)
+
+lint: yamllint ansible-lint
+yamllint: venv
+	$(BIN)/yamllint -s .
+ansible-lint: venv link
+	$(BIN)/ansible-lint
+
+docs: venv link ## regenerate the generated README blocks
+	$(BIN)/python tools/gen_docs.py
+docs-check: venv link
+	$(BIN)/python tools/gen_docs.py --check
+
+unit: venv link
+	$(BIN)/python -m pytest -q tests/unit
+
+integration: venv link
+	$(BIN)/python -m pytest -q tests/integration
+
+syntax: venv link
+	for p in $(PLAYBOOKS); do $(BIN)/ansible-playbook --syntax-check -i inventories/example $$p; done
+
+slow: venv link ## SGLang 0.5.23's own parser over every rendered command (venv cached in $(METALSERVE_CACHE))
+	SGLANG_PARSER_PYTHON=$$(bash tests/slow/sglang_parser_venv.sh) $(BIN)/python -m pytest -q -s tests/slow
+
+clean:
+	rm -rf .build rendered .pytest_cache

@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin metalserve.sglang.render_plan: write rendered/ on the controller in one step.
+
+Files are rewritten only when their content or mode differs (changed reports which), atomically;
+check mode writes nothing and reports what would change; --diff shows the changes.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.module_utils.render_files import TEMPLATE_DIR, render_all
+
+
+def _write(path: Path, content: str, mode: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(content)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _requires_connection = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        args = self._task.args
+        if not args.get("dest") or not isinstance(args.get("plans"), dict):
+            raise AnsibleActionFail("render_plan needs dest (a directory) and plans (the plan action's plans)")
+        dest = Path(str(args["dest"])).expanduser()
+        template_dir = Path(str(args.get("template_dir") or TEMPLATE_DIR))
+        inventory = Path(str(task_vars.get("inventory_dir") or "inventory")).name
+        files = render_all(to_plain(args["plans"]), inventory, template_dir)
+        changed, diffs = [], []
+        for rel, (content, mode) in sorted(files.items()):
+            path = dest / rel
+            old = path.read_text(encoding="utf-8") if path.is_file() else None
+            old_mode = (path.stat().st_mode & 0o7777) if path.exists() else None
+            if old == content and old_mode == int(mode, 8):
+                continue
+            changed.append(rel)
+            if self._task.diff:
+                diffs.append({"before_header": str(path), "after_header": str(path),
+                              "before": old or "", "after": content})
+            if not self._task.check_mode:
+                _write(path, content, int(mode, 8))
+        result.update(changed=bool(changed), files=sorted(files), changed_files=changed, dest=str(dest))
+        if diffs:
+            result["diff"] = diffs
+        return result

@@ -1,0 +1,107 @@
+"""render.yml over inventories/example, for real: files, PLAN.md, idempotence, masked secrets, errors."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT
+
+BIN = Path(sys.executable).parent
+SECRET = "hf_RENDER_TEST_token_value"
+
+
+def play(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections")}
+    return subprocess.run([str(BIN / "ansible-playbook"), str(ROOT / "playbooks" / "render.yml"), *args],
+                          capture_output=True, text=True, env=env, cwd=cwd or ROOT, check=False, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("rendered")
+    proc = play("-i", str(ROOT / "inventories" / "example"), "-e", f"sglang_render_dir={out}",
+                "-e", f"sglang_hf_token={SECRET}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out, proc
+
+
+def test_every_host_has_its_files(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
+    out, _ = rendered
+    servers = ["b300-c01", "gb300-d01", "gb300-d02", "h200-a01", "h200-a02", "h200-b01", "h200-b02", "h200-f01",
+               "h200-f02", "mi355x-e01"]
+    for host in servers:
+        assert sorted(p.name for p in (out / host).iterdir()) == ["serve.args", "serve.env", "serve.sh"], host
+    assert sorted(p.name for p in (out / "router-01").iterdir()) == ["router.args", "router.sh"]
+    args = (out / "h200-b02" / "serve.args").read_text().splitlines()
+    assert args[args.index("--node-rank") + 1] == "1"
+    assert args[args.index("--dist-init-addr") + 1] == "10.10.2.11:20000"
+    amd = (out / "mi355x-e01" / "serve.args").read_text().splitlines()
+    assert "--cuda-graph-max-bs" in amd and "--cuda-graph-max-bs-decode" not in amd
+    b300 = (out / "b300-c01" / "serve.args").read_text().splitlines()
+    assert "--cuda-graph-max-bs-decode" in b300
+    assert os.access(out / "h200-a01" / "serve.sh", os.X_OK)
+
+
+def test_serve_sh_runs_the_same_argv(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
+    out, _ = rendered
+    script = (out / "h200-f02" / "serve.sh").read_text()
+    command = script.split("exec ", 1)[1].replace("\\\n", " ")
+    import shlex
+    assert shlex.split(command)[2:] == (out / "h200-f02" / "serve.args").read_text().splitlines()
+
+
+def test_plan_md(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
+    out, _ = rendered
+    plan = (out / "PLAN.md").read_text()
+    rows = [line for line in plan.splitlines() if line.startswith("| ") and not line.startswith(("| Host", "| ---"))]
+    assert len(rows) == 11
+    assert "| h200-b02 | B-h200-bf16 | server | h200 | bf16 | low-latency | 2 | rack_h200_bf16 | 1 | **no** |" in plan
+    assert "| h200-f01 | F-h200-pd | PD prefill |" in plan
+    assert "| router-01 | F-h200-pd | router (pd) |" in plan
+    assert "| mi355x-e01 | E-mi355x | server | mi355x | fp8 | balanced | 1 | glm-5.3 | 0 | **no** | 0.5.13.post1 |" in plan
+    assert "is an unverified recipe" in plan
+
+
+def test_secrets_are_masked_everywhere(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
+    out, proc = rendered
+    assert "HF_TOKEN=********" in (out / "h200-a01" / "serve.env").read_text()
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(), path
+    assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_second_render_changes_nothing(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
+    out, _ = rendered
+    proc = play("-i", str(ROOT / "inventories" / "example"), "-e", f"sglang_render_dir={out}",
+                "-e", f"sglang_hf_token={SECRET}")
+    assert proc.returncode == 0
+    assert re.search(r"changed=0\s", proc.stdout), proc.stdout[-2000:]
+
+
+def test_bad_inventory_fails_with_every_problem_at_once(tmp_path: Path) -> None:
+    inv = tmp_path / "hosts.yml"
+    inv.write_text(
+        "all:\n  children:\n    pair:\n      hosts:\n        n1: {sglang_gpu: h200, sglang_quant: bf16, sglang_nodes: 2,"
+        " sglang_instance_group: pair}\n    solo:\n      hosts:\n        s1: {sglang_gpu: h100}\n"
+        "        s2: {sglang_gpu: h200, sglang_quant: bf16}\n")
+    proc = play("-i", str(inv), "-e", f"sglang_render_dir={tmp_path / 'out'}")
+    assert proc.returncode != 0
+    text = proc.stdout + proc.stderr
+    assert "3 of 3 host(s) cannot be planned" in text
+    assert "n1: sglang_instance_group: pair has 1 member(s) (n1) but sglang_nodes is 2" in text
+    assert "s1: sglang_gpu: 'h100' is not a GPU the recipes know" in text
+    assert "s2: sglang_nodes: bf16 on h200 needs sglang_nodes: 2" in text
+    assert not (tmp_path / "out").exists()
+
+
+def test_check_mode_writes_nothing(tmp_path: Path) -> None:
+    proc = play("-i", str(ROOT / "inventories" / "example"), "-e", f"sglang_render_dir={tmp_path / 'out'}", "--check")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert not (tmp_path / "out").exists()

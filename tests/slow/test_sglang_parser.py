@@ -1,0 +1,186 @@
+"""SGLang 0.5.23's own parser accepts every command we render, and reads it as the cookbook's command.
+
+Needs the parser venv (tests/slow/sglang_parser_venv.sh, cached); `make test` builds it first and
+passes its python in SGLANG_PARSER_PYTHON. Everything is parsed in one subprocess (one 1.6 s import).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ansible_collections.metalserve.sglang.plugins.module_utils import recipe_engine
+from ansible_collections.metalserve.sglang.plugins.module_utils.placement import host_plan
+from helpers import ROOT, selection_of, upstream, upstream_nodes, upstream_tokens
+
+pytestmark = pytest.mark.slow
+PARSER_PY = os.environ.get("SGLANG_PARSER_PYTHON", "")
+DOC = upstream()
+HELPER = Path(__file__).with_name("parse_with_sglang.py")
+# 0.5.23 rejects the cookbook's --cuda-graph-max-bs as ambiguous; everything else upstream is taken as written
+UPSTREAM_FOR_0523 = {"--cuda-graph-max-bs": "--cuda-graph-max-bs-decode"}
+
+H200_BAL = {"gpu": "h200", "quant": "fp8", "strategy": "balanced"}
+H200_LL = {"gpu": "h200", "quant": "fp8", "strategy": "low-latency"}
+GB300_LL = {"gpu": "gb300", "quant": "fp8", "strategy": "low-latency"}
+MI355_UV = {"gpu": "mi355x", "quant": "fp8", "strategy": "balanced", "install_method": "uv"}
+KNOB_COMBOS: dict[str, dict[str, Any]] = {
+    "mtp-516": {**H200_BAL, "speculative": "mtp-516"},
+    "mtp-213-b300-ht": {"gpu": "b300", "quant": "fp8", "strategy": "high-throughput", "speculative": "mtp-213"},
+    "spec-off": {**H200_BAL, "speculative": "off"},
+    "dflash2": {**H200_LL, "speculative": "dflash2", "draft_model_path": "/models/dflash2"},
+    "dflash2-dp-off": {**H200_BAL, "speculative": "dflash2", "dp_attention": "off"},
+    "dp4-deepep-ep8": {**H200_LL, "dp_attention": 4, "moe_a2a": "deepep", "ep": 8},
+    "dp-off": {**H200_BAL, "dp_attention": "off"},
+    "cp": {**H200_LL, "context_parallel": {"size": 8}},
+    "cp-layer-split-pd": {**H200_LL, "context_parallel": {"size": 8, "layer_split": True}, "pd": {"role": "prefill"}},
+    "hicache": {**H200_BAL, "hicache": {"ratio": 2}},
+    "hicache-file": {**GB300_LL, "hicache": {"write_policy": "write_back", "storage_backend": "mooncake"}},
+    "kv-fp8": {**H200_BAL, "kv_cache_fp8": True},
+    "pd-prefill": {**H200_BAL, "pd": {"role": "prefill", "bootstrap_port": 9000}},
+    "pd-decode-nixl": {**GB300_LL, "pd": {"role": "decode", "transfer_backend": "nixl", "ib_device": "mlx5_0"}},
+    "parsers-reasoning-only": {**H200_BAL, "parsers": {"reasoning": True, "tool_call": False}},
+    "model-path": {**H200_BAL, "model_path": "/var/lib/sglang/models/zai-org/GLM-5.3"},
+    "extra-remove": {**H200_BAL, "extra_args": {"--dist-timeout": 3600, "--enable-metrics": True},
+                     "remove_args": ["--chunked-prefill-size"]},
+    "amd-uv-hicache": {**MI355_UV, "hicache": {}, "moe_a2a": "deepep"},
+    "amd-uv-cuda-graph": {**MI355_UV, "extra_args": {"--cuda-graph-max-bs": 64}},
+    "tp16-dp-attention": {"gpu": "b200", "quant": "bf16", "strategy": "balanced", "nodes": 2, "dp_attention": 8},
+}
+
+
+def cell_id(cell: dict) -> str:
+    m = cell["match"]
+    return f"{m['hw']}-{m['quant']}-{m['strategy']}-{m['nodes']}"
+
+
+@pytest.fixture(scope="module")
+def parsed() -> dict[str, Any]:
+    """Render everything, parse it all with the real parsers in one go, return results by name."""
+    if not PARSER_PY:
+        pytest.skip("SGLANG_PARSER_PYTHON is not set (make test sets it)")
+    serve: dict[str, list[str]] = {}
+    for cell in DOC["cells"]:
+        nodes = upstream_nodes(cell["match"]["nodes"])
+        for rank in range(nodes):
+            head = "10.0.0.1" if nodes > 1 else None
+            # AMD cells default to their image's 0.5.13.post1; here we ask for 0.5.23 (a uv install)
+            ours_plain = recipe_engine.serve_args(selection_of(cell, parsers=False, sglang_version="0.5.23"), rank, head)
+            ours_default = recipe_engine.serve_args(selection_of(cell, sglang_version="0.5.23"), rank, head)
+            theirs = [UPSTREAM_FOR_0523.get(t, t) for t in upstream_tokens(cell, DOC, rank, "10.0.0.1")]
+            key = f"{cell_id(cell)}#{rank}"
+            serve[f"ours:{key}"], serve[f"default:{key}"], serve[f"upstream:{key}"] = ours_plain, ours_default, theirs
+    for name, selection in KNOB_COMBOS.items():
+        nodes = selection.get("nodes", 1)
+        serve[f"knob:{name}"] = recipe_engine.serve_args(selection, nodes - 1, "10.0.0.1" if nodes > 1 else None)
+    serve["negative:typo"] = ["--model-path", "x", "--tp-szie", "8"]
+    serve["negative:old-cuda-graph"] = ["--model-path", "x", "--cuda-graph-max-bs", "8"]
+    router = {
+        "example-pd": example_router_argv(),
+        "plain": recipe_engine.router_args({"workers": ["http://a:30000", "http://b:30000"], "policy": "cache_aware"}),
+    }
+    request = {"serve": list(serve.values()), "router": list(router.values())}
+    proc = subprocess.run([PARSER_PY, str(HELPER)], input=json.dumps(request), capture_output=True, text=True,
+                          check=False, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    return {"version": result["sglang"], "serve": dict(zip(serve, result["serve"])), "argv": serve,
+            "router": dict(zip(router, result["router"])), "router_argv": router}
+
+
+def example_router_argv() -> list[str]:
+    hostvars = {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill", "bootstrap_port": 9000},
+                      "ansible_host": "10.0.0.1"},
+                "d": {"sglang_gpu": "h200", "sglang_pd": {"role": "decode"}, "ansible_host": "10.0.0.2"},
+                "r": {"sglang_role": "router", "sglang_router_workers_group": "pd"}}
+    return host_plan("r", hostvars, {"pd": ["p", "d"]})["argv"]
+
+
+def test_the_parser_is_0_5_23(parsed: dict) -> None:
+    assert parsed["version"] == "0.5.23"
+
+
+def test_every_rendered_command_parses(parsed: dict) -> None:
+    failures = {k: v["error"] for k, v in parsed["serve"].items()
+                if not k.startswith(("negative:", "upstream:")) and not v["ok"]}
+    assert not failures
+    n = sum(1 for k in parsed["serve"] if k.startswith(("ours:", "default:", "knob:")))
+    print(f"\n{n} rendered command lines accepted by SGLang {parsed['version']}'s parser")
+
+
+def test_the_parser_is_strict_enough_to_fail(parsed: dict) -> None:
+    assert "unrecognized arguments: --tp-szie" in parsed["serve"]["negative:typo"]["error"]
+    assert "ambiguous option: --cuda-graph-max-bs" in parsed["serve"]["negative:old-cuda-graph"]["error"]
+
+
+@pytest.mark.parametrize("cell", DOC["cells"], ids=cell_id)
+def test_ours_means_what_the_cookbook_means(parsed: dict, cell: dict) -> None:
+    for rank in range(upstream_nodes(cell["match"]["nodes"])):
+        key = f"{cell_id(cell)}#{rank}"
+        theirs, ours = parsed["serve"][f"upstream:{key}"], parsed["serve"][f"ours:{key}"]
+        assert theirs["ok"], theirs["error"]
+        assert ours["ns"] == theirs["ns"]
+        default = parsed["serve"][f"default:{key}"]["ns"]
+        changed = {k for k in default if default[k] != theirs["ns"][k]}
+        assert changed == {"reasoning_parser", "tool_call_parser"}
+        assert (default["reasoning_parser"], default["tool_call_parser"]) == ("glm45", "glm47")
+
+
+def test_knobs_mean_what_they_say(parsed: dict) -> None:
+    ns = {k[len("knob:"):]: v["ns"] for k, v in parsed["serve"].items() if k.startswith("knob:")}
+    assert (ns["mtp-516"]["speculative_algorithm"], ns["mtp-516"]["speculative_num_steps"]) == ("EAGLE", 5)
+    assert ns["mtp-213-b300-ht"]["speculative_num_draft_tokens"] == 3
+    assert ns["spec-off"]["speculative_algorithm"] is None
+    assert ns["dflash2"]["speculative_algorithm"] == "DFLASH"
+    assert ns["dflash2"]["speculative_draft_model_path"] == "/models/dflash2"
+    assert ns["dflash2-dp-off"]["enable_dp_attention"] is False and ns["dflash2-dp-off"]["dp_size"] == 1
+    assert (ns["dp4-deepep-ep8"]["dp_size"], ns["dp4-deepep-ep8"]["ep_size"]) == (4, 8)
+    assert ns["dp4-deepep-ep8"]["moe_a2a_backend"] == "deepep" and ns["dp4-deepep-ep8"]["enable_dp_attention"]
+    assert ns["dp-off"]["moe_a2a_backend"] == "deepep" and ns["dp-off"]["max_running_requests"] == 256
+    assert (ns["cp"]["attn_cp_size"], ns["cp"]["enable_prefill_cp"], ns["cp"]["cp_strategy"]) == (8, True, "interleave")
+    assert ns["cp-layer-split-pd"]["enable_dsa_cache_layer_split"] is True
+    assert ns["cp-layer-split-pd"]["disaggregation_mode"] == "prefill"
+    assert ns["hicache"]["enable_hierarchical_cache"] and ns["hicache"]["hicache_write_policy"] == "write_through"
+    assert ns["hicache-file"]["hicache_storage_backend"] == "mooncake"
+    assert ns["hicache-file"]["hicache_mem_layout"] == "page_first_direct"
+    assert (ns["kv-fp8"]["kv_cache_dtype"], ns["kv-fp8"]["dsa_prefill_backend"]) == ("fp8_e4m3", "flashmla_sparse_q8")
+    assert ns["pd-prefill"]["disaggregation_bootstrap_port"] == 9000 and ns["pd-prefill"]["port"] == 30000
+    assert ns["pd-decode-nixl"]["disaggregation_transfer_backend"] == "nixl" and ns["pd-decode-nixl"]["port"] == 30100
+    assert ns["pd-decode-nixl"]["disaggregation_ib_device"] == "mlx5_0"
+    assert ns["parsers-reasoning-only"]["tool_call_parser"] is None
+    assert ns["model-path"]["served_model_name"] == "zai-org/GLM-5.3"
+    assert ns["extra-remove"]["dist_timeout"] == 3600 and ns["extra-remove"]["chunked_prefill_size"] is None
+    assert ns["amd-uv-hicache"]["dsa_decode_backend"] == "tilelang"
+    assert ns["amd-uv-cuda-graph"]["cuda_graph_max_bs_decode"] == 64
+    assert (ns["tp16-dp-attention"]["nnodes"], ns["tp16-dp-attention"]["node_rank"]) == (2, 1)
+    assert ns["tp16-dp-attention"]["dist_init_addr"] == "10.0.0.1:20000"
+
+
+def test_router_commands_parse(parsed: dict) -> None:
+    pd, plain = parsed["router"]["example-pd"], parsed["router"]["plain"]
+    assert pd["ok"], pd["error"]
+    assert plain["ok"], plain["error"]
+    assert pd["ns"]["pd_disaggregation"] is True
+    assert pd["ns"]["prefill"] == [["http://10.0.0.1:30000", "9000"]]
+    assert pd["ns"]["decode"] == [["http://10.0.0.2:30100"]]
+    assert plain["ns"]["worker_urls"] == ["http://a:30000", "http://b:30000"]
+
+
+def test_committed_flag_table_is_what_the_parser_accepts() -> None:
+    if not PARSER_PY:
+        pytest.skip("SGLANG_PARSER_PYTHON is not set")
+    proc = subprocess.run([PARSER_PY, str(ROOT / "tools" / "sglang_flag_table.py"), "--from-parser"],
+                          capture_output=True, text=True, check=True, timeout=300)
+    committed = (ROOT / "data" / "sglang" / "flags-0.5.23.yml").read_text(encoding="utf-8")
+    assert yaml.safe_load(proc.stdout) == yaml.safe_load(committed), \
+        "data/sglang/flags-0.5.23.yml is stale: regenerate it with tools/sglang_flag_table.py --from-parser"
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-v"]))

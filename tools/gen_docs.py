@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Regenerate the generated parts of the docs from the data (and check they are fresh).
+
+README.md holds blocks between `<!-- BEGIN generated:NAME -->` and `<!-- END generated:NAME -->`:
+  recipe-matrix   the cookbook cells per GPU x precision x nodes x strategy (data/models/*/cells.yml)
+  variables       the inventory variables (data/variables.yml)
+
+Usage: python tools/gen_docs.py          # rewrite README.md
+       python tools/gen_docs.py --check  # exit 1 when README.md is stale (make test runs this)
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / ".build" / "collections"))
+
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import (  # noqa: E402
+    Cell,
+    load_catalog,
+)
+
+STRATEGIES = ("low-latency", "balanced", "high-throughput")
+
+
+def describe(cell: Cell) -> str:
+    f = dict(cell.flags)
+    parts = [f"TP{f.get('--tp-size', 1)}"]
+    if "--enable-dp-attention" in f:
+        parts[0] += f" DP{f['--dp-size']}"
+    if f.get("--moe-a2a-backend") == "deepep":
+        parts.append("DeepEP")
+    if "--speculative-algorithm" in f:
+        parts.append(f"MTP {f['--speculative-num-steps']}-{f['--speculative-eagle-topk']}-"
+                     f"{f['--speculative-num-draft-tokens']}")
+    badge = "verified" if cell.verified else "**unverified**"
+    return f"{' · '.join(parts)} ({badge})"
+
+
+def recipe_matrix() -> str:
+    catalog = load_catalog()
+    out = []
+    for model in catalog.models.values():
+        out.append(f"**{model.display_name}** ({len(model.cells)} cells; checkpoints: "
+                   + ", ".join(f"{q} `{c['id']}`" for q, c in model.checkpoints.items()) + ")")
+        out.append("")
+        out.append("| GPU | Precision | Nodes | " + " | ".join(STRATEGIES) + " |")
+        out.append("| --- | --- | --- | " + " | ".join("---" for _ in STRATEGIES) + " |")
+        rows: dict[tuple[str, str, int], dict[str, Cell]] = {}
+        for cell in model.cells:
+            rows.setdefault((cell.gpu, cell.quant, cell.nodes), {})[cell.strategy] = cell
+        for (gpu, quant, nodes), cells in rows.items():
+            line = [gpu, quant, str(nodes)] + [describe(cells[s]) if s in cells else "-" for s in STRATEGIES]
+            out.append("| " + " | ".join(line) + " |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _default(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "`true`" if value else "`false`"
+    if value == {}:
+        return "`{}`"
+    return f"`{value}`"
+
+
+def variables() -> str:
+    catalog = load_catalog()
+    out = []
+    for section, title in (("recipe", "What each host serves (read by the recipe engine)"),
+                           ("placement", "Where it runs (instances, routers, secrets)")):
+        out += [f"**{title}**", "", "| Variable | Type | Default | Description |", "| --- | --- | --- | --- |"]
+        for name, spec in catalog.variables[section].items():
+            desc = " ".join(str(spec["description"]).split())
+            if spec.get("choices"):
+                desc += " Choices: " + ", ".join(f"`{c}`" for c in spec["choices"]) + "."
+            out.append(f"| `{name}` | {spec['type']} | {_default(spec.get('default'))} | {desc} |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+BLOCKS: dict[str, Callable[[], str]] = {"recipe-matrix": recipe_matrix, "variables": variables}
+
+
+def render(text: str) -> str:
+    for name, make in BLOCKS.items():
+        pattern = re.compile(rf"(<!-- BEGIN generated:{name} -->\n).*?(<!-- END generated:{name} -->)", re.S)
+        if not pattern.search(text):
+            raise SystemExit(f"README.md has no generated:{name} block")
+        text = pattern.sub(lambda m: m.group(1) + make() + m.group(2), text)
+    return text
+
+
+def main(argv: list[str]) -> int:
+    readme = ROOT / "README.md"
+    current = readme.read_text(encoding="utf-8")
+    fresh = render(current)
+    if "--check" in argv:
+        if fresh != current:
+            print("README.md is stale: run `make docs` (python tools/gen_docs.py)", file=sys.stderr)
+            return 1
+        return 0
+    readme.write_text(fresh, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
