@@ -298,3 +298,16 @@ def test_model_path_keeps_the_public_name() -> None:
     assert rec["served_model_name"] == "zai-org/GLM-5.3"
     named = recipe({**H200_BAL, "model_path": "/nvme/glm", "served_model_name": "glm-5.3"})
     assert named["args"][2:4] == ["--served-model-name", "glm-5.3"]
+
+
+def test_pd_on_amd_renders_for_the_rocm_release() -> None:
+    rec = recipe({**MI355_BAL, "pd": {"role": "decode"}})
+    f = flags(rec["args"])
+    assert (f["--disaggregation-mode"], f["--port"], rec["sglang_version"]) == ("decode", "30100", "0.5.13.post1")
+    assert f["--cuda-graph-max-bs"] == "128" and rec["env"] == {}
+
+
+@pytest.mark.parametrize("base", [H200_BAL, MI355_BAL], ids=["nvidia", "amd"])
+def test_model_path_on_both_vendors(base: dict) -> None:
+    assert serve_args({**base, "model_path": "/m"})[:4] == ["--model-path", "/m", "--served-model-name",
+                                                            "zai-org/GLM-5.3"]
