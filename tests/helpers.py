@@ -41,3 +41,95 @@ def upstream_tokens(cell: dict[str, Any], doc: dict[str, Any], rank: int = 0, he
                 tokens[at:at] = ["--nnodes", str(nodes), "--node-rank", str(rank), "--dist-init-addr", f"{head}:20000"]
                 break
     return tokens
+
+FIXTURES = ROOT / "tests" / "fixtures"
+REAL_X2 = FIXTURES / "nvidia" / "h200-x2-fc"
+SYNTH_X8 = FIXTURES / "nvidia" / "h200-x8-synthetic"
+
+
+def capture_fields(capture: Path) -> tuple[str, ...]:
+    header = (capture / "query-gpu-header.csv").read_text().splitlines()[0]
+    return tuple(h.split(" [")[0] for h in header.split(", "))
+
+
+def capture_rows(capture: Path) -> str:
+    """The captured CSV without its header and units: what --format=csv,noheader,nounits prints."""
+    lines = (capture / "query-gpu-header.csv").read_text().splitlines()[1:]
+    return "\n".join(line.replace(" MiB", "") for line in lines) + "\n"
+
+
+def sysfs_from_capture(capture: Path, root: Path) -> Path:
+    """A /sys + /proc tree holding what the capture read from them (PCI devices, driver version, modules)."""
+    for line in (capture / "pci-devices.txt").read_text().splitlines():
+        bdf, vendor, device, klass, numa = line.split()
+        d = root / "sys" / "bus" / "pci" / "devices" / bdf
+        d.mkdir(parents=True)
+        for name, value in (("vendor", vendor), ("device", device), ("class", klass), ("numa_node", numa)):
+            (d / name).write_text(value + "\n")
+    (root / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    (root / "proc" / "driver" / "nvidia" / "version").write_text((capture / "proc-driver-version.txt").read_text())
+    modules = [line for line in (capture / "modules.txt").read_text().splitlines() if " Live " in line]
+    (root / "proc" / "modules").write_text("\n".join(modules) + "\n")
+    return root
+
+
+def ib_tree(root: Path, devices: dict[str, dict[str, Any]], dev_entries: tuple[str, ...] = ()) -> Path:
+    """Build /sys/class/infiniband (kernel ABI Documentation/ABI/stable/sysfs-class-infiniband) under root.
+
+    devices: {mlx5_0: {guid, numa, pci, netdevs: [...], ports: {1: {state, phys, layer, rate,
+    gids: {index: (gid, type, ndev)}}}}}. Built from the documented layout, not captured.
+    """
+    for name, spec in devices.items():
+        pci_dir = root / "sys" / "devices" / "pci0000:00" / spec.get("pci", "0000:17:00.0")
+        (pci_dir / "net").mkdir(parents=True, exist_ok=True)
+        (pci_dir / "numa_node").write_text(f"{spec.get('numa', -1)}\n")
+        for netdev in spec.get("netdevs", []):
+            (pci_dir / "net" / netdev).mkdir(exist_ok=True)
+        dev = root / "sys" / "class" / "infiniband" / name
+        dev.mkdir(parents=True)
+        (dev / "device").symlink_to(pci_dir)
+        (dev / "node_guid").write_text(spec.get("guid", "0c42:a103:0000:0001") + "\n")
+        (dev / "node_type").write_text("1: CA\n")
+        (dev / "fw_ver").write_text("28.43.1014\n")
+        for port, p in spec.get("ports", {}).items():
+            pd = dev / "ports" / str(port)
+            for sub in ("gids", "gid_attrs/types", "gid_attrs/ndevs"):
+                (pd / sub).mkdir(parents=True, exist_ok=True)
+            (pd / "state").write_text({"ACTIVE": "4: ACTIVE", "DOWN": "1: DOWN", "INIT": "2: INIT"}[p["state"]] + "\n")
+            (pd / "phys_state").write_text(("5: LinkUp" if p["state"] != "DOWN" else "3: Disabled") + "\n")
+            (pd / "link_layer").write_text(p.get("layer", "InfiniBand") + "\n")
+            (pd / "rate").write_text(p.get("rate", "400 Gb/sec (4X NDR)") + "\n")
+            (pd / "lid").write_text(p.get("lid", "0x0") + "\n")
+            for i in range(8):
+                gid, gtype, ndev = p.get("gids", {}).get(i, ("0000:0000:0000:0000:0000:0000:0000:0000", None, None))
+                (pd / "gids" / str(i)).write_text(gid + "\n")
+                if gtype:
+                    (pd / "gid_attrs" / "types" / str(i)).write_text(gtype + "\n")
+                    (pd / "gid_attrs" / "ndevs" / str(i)).write_text(ndev + "\n")
+    if dev_entries:
+        (root / "dev" / "infiniband").mkdir(parents=True)
+        for entry in dev_entries:
+            (root / "dev" / "infiniband" / entry).write_text("")
+    return root
+
+
+def raw_from_capture(capture: Path, **extra: Any) -> dict[str, Any]:
+    """What gpu_facts collects on a node, taken from a capture folder (for gpu_probe.compose)."""
+    pci = [dict(zip(("bdf", "vendor", "device", "class", "numa_node"), line.split()))
+           for line in (capture / "pci-devices.txt").read_text().splitlines()] \
+        if (capture / "pci-devices.txt").exists() else []
+    fields = ("index", "name", "uuid", "pci.bus_id", "pci.device_id", "memory.total", "driver_version",
+              "compute_cap", "persistence_mode", "mig.mode.current")
+    header = [h.split(" [")[0] for h in (capture / "query-gpu-header.csv").read_text().splitlines()[0].split(", ")]
+    rows = []
+    for line in (capture / "query-gpu-header.csv").read_text().splitlines()[1:]:
+        values = dict(zip(header, line.split(", ")))
+        rows.append(", ".join(values[f].split(" ")[0] if f == "memory.total" else values[f] for f in fields))
+    raw = {"nvidia_query": "\n".join(rows) + "\n", "nvidia_xml": (capture / "q.xml").read_text(),
+           "nvidia_topo": (capture / "topo-m.txt").read_text(), "pci": pci,
+           "proc_version": ((capture if (capture / "proc-driver-version.txt").exists() else REAL_X2)
+                            / "proc-driver-version.txt").read_text(),
+           "proc_modules": "nvidia 14299136 - - Live 0x0 (O)\nnvidia_uvm 1830912 - - Live 0x0 (O)\n",
+           "processes": set(), "secure_boot": None}
+    raw.update(extra)
+    return raw

@@ -84,28 +84,55 @@ def variables() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def role_variables(role: Path) -> str:
+    """The variable table of a role, from its meta/argument_specs.yml (entry point main)."""
+    import yaml  # noqa: PLC0415
+
+    spec = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text(encoding="utf-8"))
+    options = spec["argument_specs"]["main"].get("options") or {}
+    out = ["| Variable | Type | Default | Description |", "| --- | --- | --- | --- |"]
+    for name, opt in options.items():
+        desc = " ".join(str(opt.get("description", "")).split()) if not isinstance(opt.get("description"), list) \
+            else " ".join(" ".join(str(d).split()) for d in opt["description"])
+        if opt.get("choices"):
+            desc += " Choices: " + ", ".join(f"`{c}`" for c in opt["choices"]) + "."
+        default = "(required)" if opt.get("required") else _default(opt.get("default"))
+        out.append(f"| `{name}` | {opt.get('type', 'str')} | {default.replace('|', chr(92) + '|')} | {desc} |")
+    return "\n".join(out) + "\n"
+
+
 BLOCKS: dict[str, Callable[[], str]] = {"recipe-matrix": recipe_matrix, "variables": variables}
 
 
-def render(text: str) -> str:
-    for name, make in BLOCKS.items():
+def render(text: str, blocks: dict[str, Callable[[], str]] | None = None) -> str:
+    for name, make in (blocks or BLOCKS).items():
         pattern = re.compile(rf"(<!-- BEGIN generated:{name} -->\n).*?(<!-- END generated:{name} -->)", re.S)
         if not pattern.search(text):
-            raise SystemExit(f"README.md has no generated:{name} block")
+            raise SystemExit(f"a document lacks its generated:{name} block")
         text = pattern.sub(lambda m: m.group(1) + make() + m.group(2), text)
     return text
 
 
+def documents() -> list[tuple[Path, dict[str, Callable[[], str]]]]:
+    docs: list[tuple[Path, dict[str, Callable[[], str]]]] = [(ROOT / "README.md", BLOCKS)]
+    for role in sorted(p for p in (ROOT / "roles").iterdir() if (p / "meta" / "argument_specs.yml").exists()):
+        docs.append((role / "README.md", {"role-variables": lambda role=role: role_variables(role)}))
+    return docs
+
+
 def main(argv: list[str]) -> int:
-    readme = ROOT / "README.md"
-    current = readme.read_text(encoding="utf-8")
-    fresh = render(current)
-    if "--check" in argv:
-        if fresh != current:
-            print("README.md is stale: run `make docs` (python tools/gen_docs.py)", file=sys.stderr)
-            return 1
-        return 0
-    readme.write_text(fresh, encoding="utf-8")
+    stale = []
+    for path, blocks in documents():
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        fresh = render(current, blocks)
+        if fresh == current:
+            continue
+        stale.append(str(path.relative_to(ROOT)))
+        if "--check" not in argv:
+            path.write_text(fresh, encoding="utf-8")
+    if "--check" in argv and stale:
+        print(f"stale generated docs: {', '.join(stale)}; run `make docs` (python tools/gen_docs.py)", file=sys.stderr)
+        return 1
     return 0
 
 

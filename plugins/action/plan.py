@@ -51,7 +51,7 @@ class ActionModule(ActionBase):
             result["warnings"] = warnings
         result.update(changed=False, plans=plans, errors=errors)
         if errors:
-            result["failed"] = True
+            result["failed"] = bool(args.get("fail_on_error", True))
             result["msg"] = (f"{len(errors)} of {len(wanted)} host(s) cannot be planned:\n"
                              + "\n".join(f"  - {h}: {m}" for h, m in sorted(errors.items())))
         return result

@@ -43,7 +43,7 @@ class ActionModule(ActionBase):
         dest = Path(str(args["dest"])).expanduser()
         template_dir = Path(str(args.get("template_dir") or TEMPLATE_DIR))
         inventory = Path(str(task_vars.get("inventory_dir") or "inventory")).name
-        files = render_all(to_plain(args["plans"]), inventory, template_dir)
+        files = render_all(to_plain(args["plans"]), inventory, template_dir, to_plain(args.get("preflight") or {}))
         changed, diffs = [], []
         for rel, (content, mode) in sorted(files.items()):
             path = dest / rel

@@ -25,8 +25,8 @@ def environment(template_dir: Path) -> jinja2.Environment:
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=False, autoescape=False)
 
 
-def render_all(plans: dict[str, dict[str, Any]], inventory: str,
-               template_dir: Path = TEMPLATE_DIR) -> dict[str, tuple[str, str]]:
+def render_all(plans: dict[str, dict[str, Any]], inventory: str, template_dir: Path = TEMPLATE_DIR,
+               preflight: dict[str, dict[str, Any]] | None = None) -> dict[str, tuple[str, str]]:
     env = environment(template_dir)
     hosts = sorted(plans)
     out: dict[str, tuple[str, str]] = {}
@@ -35,6 +35,7 @@ def render_all(plans: dict[str, dict[str, Any]], inventory: str,
         for name in FILES_BY_ROLE.get(plan["role"], ()):
             text = env.get_template(f"{name}.j2").render(plan=plan, header=HEADER)
             out[f"{host}/{name}"] = (text, "0755" if name.endswith(".sh") else "0644")
-    text = env.get_template("PLAN.md.j2").render(plans=plans, hosts=hosts, header=HEADER, inventory=inventory)
+    text = env.get_template("PLAN.md.j2").render(plans=plans, hosts=hosts, header=HEADER, inventory=inventory,
+                                                 preflight=preflight or {})
     out["PLAN.md"] = (text, "0644")
     return out

@@ -22,6 +22,10 @@ options:
     description: Hosts to plan. Defaults to C(ansible_play_hosts_all).
     type: list
     elements: str
+  fail_on_error:
+    description: Fail when a host cannot be planned. False returns the problems in C(errors) (preflight reports them).
+    type: bool
+    default: true
 attributes:
   check_mode:
     support: full
@@ -60,7 +64,9 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec={"hosts": {"type": "list", "elements": "str"}}, supports_check_mode=True)
+    module = AnsibleModule(argument_spec={"hosts": {"type": "list", "elements": "str"},
+                                          "fail_on_error": {"type": "bool", "default": True}},
+                           supports_check_mode=True)
     module.fail_json(msg="metalserve.sglang.plan runs as an action plugin on the controller")
 
 

@@ -27,6 +27,9 @@ options:
   template_dir:
     description: Directory with the templates, to replace the collection's own.
     type: path
+  preflight:
+    description: The C(report) of M(metalserve.sglang.preflight); adds a Preflight column to PLAN.md.
+    type: dict
 attributes:
   check_mode:
     support: full
@@ -65,7 +68,8 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 def main() -> None:
     module = AnsibleModule(argument_spec={"dest": {"type": "path", "required": True},
                                           "plans": {"type": "dict", "required": True},
-                                          "template_dir": {"type": "path"}}, supports_check_mode=True)
+                                          "template_dir": {"type": "path"}, "preflight": {"type": "dict"}},
+                           supports_check_mode=True)
     module.fail_json(msg="metalserve.sglang.render_plan runs as an action plugin on the controller")
 
 

@@ -105,3 +105,32 @@ def test_check_mode_writes_nothing(tmp_path: Path) -> None:
     proc = play("-i", str(ROOT / "inventories" / "example"), "-e", f"sglang_render_dir={tmp_path / 'out'}", "--check")
     assert proc.returncode == 0, proc.stdout[-2000:]
     assert not (tmp_path / "out").exists()
+
+
+def test_plan_md_shows_preflight_from_cached_facts(tmp_path: Path) -> None:
+    """Facts cached by an earlier run of gpu_facts add a Preflight column to PLAN.md."""
+    import json
+
+    from helpers import FIXTURES, REAL_X2, SYNTH_X8
+
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+           "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"),
+           "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(tmp_path / "facts"), "FIXTURE_BIN": str(FIXTURES / "bin")}
+    fixtures = {"h200-a01": str(SYNTH_X8), "h200-a02": str(REAL_X2)}
+    gather = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(ROOT / "inventories" / "example"), "--limit", "h200-a01,h200-a02",
+         "-e", "ansible_connection=local", "-e", f"ansible_python_interpreter={sys.executable}",
+         "-e", json.dumps({"fixtures": fixtures}), str(Path(__file__).parent / "playbooks" / "cache_gpu_facts.yml")],
+        capture_output=True, text=True, env=env, cwd=ROOT, check=False, timeout=300)
+    assert gather.returncode == 0, gather.stdout[-2000:]
+    out = tmp_path / "out"
+    proc = subprocess.run([str(BIN / "ansible-playbook"), str(ROOT / "playbooks" / "render.yml"), "-i",
+                           str(ROOT / "inventories" / "example"), "-e", f"sglang_render_dir={out}"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, check=False, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    plan = (out / "PLAN.md").read_text()
+    assert "| Warnings | Preflight |" in plan
+    assert re.search(r"^\| h200-a01 \|.*\| ok \|$", plan, re.M)
+    assert re.search(r"^\| h200-a02 \|.*\| \*\*1 problem\(s\)\*\* \|$", plan, re.M)
+    assert re.search(r"^\| h200-b01 \|.*\| - \|$", plan, re.M)
+    assert "- the recipe needs 8 h200 GPUs per node (TP8 on one node); this node has 2 (NVIDIA H200)." in plan

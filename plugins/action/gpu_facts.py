@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin for metalserve.sglang.gpu_facts: hand the module the GPU platform table.
+
+The table lives once, in data/gpus.yml (plus the site's sglang_gpu_platforms); the module on the
+node needs it to name GPUs, and cannot read the collection's data there.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
+
+
+class ActionModule(ActionBase):
+    _supports_check_mode = True
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        args = dict(self._task.args)
+        if not args.get("platforms"):
+            extra = task_vars.get("sglang_gpu_platforms")
+            extra = to_plain(self._templar.template(extra)) if extra else None
+            args["platforms"] = load_catalog(gpu_platforms=extra).gpus
+        result.update(self._execute_module(module_name="metalserve.sglang.gpu_facts", module_args=args,
+                                           task_vars=task_vars))
+        return result
