@@ -11,13 +11,15 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.build/collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 PLAYBOOKS := $(wildcard playbooks/*.yml)
 
-.PHONY: demo test venv link lint yamllint ansible-lint docs docs-check unit integration slow syntax clean
+SCENARIOS ?= $(notdir $(patsubst %/,%,$(wildcard molecule/*/)))
+
+.PHONY: demo test venv link lint yamllint ansible-lint docs docs-check unit integration slow syntax lab molecule clean
 
 demo: venv link ## render inventories/example and print the plan
 	$(BIN)/ansible-playbook playbooks/render.yml -i inventories/example
 	@echo; cat rendered/PLAN.md
 
-test: lint docs-check unit syntax integration slow ## everything CI runs
+test: lint docs-check unit syntax integration slow molecule ## everything CI runs
 	@echo "make test: all green"
 
 venv: $(VENV)/.stamp
@@ -56,6 +58,13 @@ syntax: venv link
 
 slow: venv link ## SGLang 0.5.23's own parser over every rendered command (venv cached in $(METALSERVE_CACHE))
 	SGLANG_PARSER_PYTHON=$$(bash tests/slow/sglang_parser_venv.sh) $(BIN)/python -m pytest -q -s tests/slow
+
+lab: ## docker engine + the debootstrap systemd image the scenarios run on (cached)
+	bash tests/lab/setup.sh
+
+molecule: venv link lab ## every scenario under molecule/ (one per role), full test sequence
+	@for s in $(SCENARIOS); do echo "== molecule test -s $$s"; \
+	  PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 $(BIN)/molecule test -s $$s || exit 1; done
 
 clean:
 	rm -rf .build rendered .pytest_cache

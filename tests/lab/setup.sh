@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Prepare this machine for the molecule scenarios (idempotent, cached; ~2-3 min cold, <1 s warm):
+#   1. Debian packages: docker.io, debootstrap (and the tools the stand-in apt repo needs later)
+#   2. dockerd, started in the background when no daemon answers (CI machines have no systemd)
+#   3. the systemd test image metalserve-lab/debian-systemd:12, built with debootstrap (Docker Hub is
+#      unreachable) and cached as a rootfs tarball keyed by its recipe
+# Env: METALSERVE_CACHE (default ~/.cache/metalserve-sglang), LAB_IMAGE, MIRROR.
+set -euo pipefail
+CACHE=${METALSERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metalserve-sglang}/lab
+IMAGE=${LAB_IMAGE:-metalserve-lab/debian-systemd:12}
+MIRROR=${MIRROR:-http://deb.debian.org/debian}
+SUITE=bookworm
+PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,python3-debian,sudo,iproute2,procps,ca-certificates,kmod"
+RECIPE=3   # bump when the customisation below changes
+export DEBIAN_FRONTEND=noninteractive
+mkdir -p "$CACHE"
+t0=$SECONDS
+say() { echo "[lab $((SECONDS - t0))s] $*"; }
+
+missing=""
+for p in docker.io debootstrap equivs dpkg-dev apt-utils docker-registry curl; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  say "apt-get install$missing"
+  apt-get update -q >/dev/null
+  # shellcheck disable=SC2086
+  apt-get install -y -q --no-install-recommends $missing >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+  say "starting dockerd"
+  setsid nohup dockerd >"$CACHE/dockerd.log" 2>&1 </dev/null &
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  docker info >/dev/null 2>&1 || { tail -20 "$CACHE/dockerd.log" >&2; exit 1; }
+fi
+
+key=$( { echo "$RECIPE $SUITE $PACKAGES $MIRROR"; cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true; } \
+       | sha256sum | cut -c1-16)
+if [ "$(docker image inspect -f '{{ index .Config.Labels "metalserve.lab.key" }}' "$IMAGE" 2>/dev/null || true)" != "$key" ]; then
+  tarball="$CACHE/rootfs-$SUITE-$key.tar"
+  if [ ! -s "$tarball" ]; then
+    rootfs=$(mktemp -d "$CACHE/rootfs.XXXX")
+    say "debootstrap $SUITE (about a minute)"
+    debootstrap --variant=minbase --include="$PACKAGES" --cache-dir="$CACHE" "$SUITE" "$rootfs" "$MIRROR" \
+      >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log" >&2; exit 1; }
+    # the host's extra CAs (a TLS-intercepting proxy here): pip and curl work inside the containers
+    if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+      cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
+      chroot "$rootfs" update-ca-certificates >/dev/null 2>&1
+    fi
+    printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' >"$rootfs/etc/pip.conf"
+    printf 'deb %s %s main\ndeb %s %s-updates main\n' "$MIRROR" "$SUITE" "$MIRROR" "$SUITE" >"$rootfs/etc/apt/sources.list"
+    printf 'APT::Install-Recommends "false";\nAPT::Install-Suggests "false";\n' >"$rootfs/etc/apt/apt.conf.d/90lab"
+    # units that get in the way inside test containers
+    for unit in apt-daily.timer apt-daily-upgrade.timer getty@tty1.service console-getty.service \
+                systemd-firstboot.service systemd-remount-fs.service; do
+      ln -sf /dev/null "$rootfs/etc/systemd/system/$unit"
+    done
+    : >"$rootfs/etc/machine-id"; rm -f "$rootfs/var/lib/dbus/machine-id"
+    # no apt lists in the image; an old lists mtime keeps apt's cache_valid_time from trusting them
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
+    mkdir -p "$rootfs/var/lib/apt/lists/partial"; touch -d @0 "$rootfs/var/lib/apt/lists"
+    tar -C "$rootfs" --numeric-owner -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+    rm -rf "$rootfs"
+    find "$CACHE" -maxdepth 1 -name "rootfs-$SUITE-*.tar" ! -name "$(basename "$tarball")" -delete
+  fi
+  say "importing $IMAGE"
+  docker import -c 'CMD ["/lib/systemd/systemd"]' -c 'ENV container=docker' \
+    -c "LABEL metalserve.lab.key=$key" "$tarball" "$IMAGE" >/dev/null
+fi
+say "ready: $(docker image inspect -f '{{.Id}}' "$IMAGE" | cut -c1-19) $IMAGE"
