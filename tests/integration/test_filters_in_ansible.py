@@ -38,8 +38,11 @@ def test_engine_errors_surface_as_filter_errors() -> None:
     assert "sglang_speculative: mtp-516 is not available on mi355x (amd)" in proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("kind,name", [("filter", "recipe"), ("filter", "serve_args"), ("filter", "router_args"),
-                                       ("module", "plan"), ("module", "render_plan")])
+MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
+FILTERS = sorted(p.stem for p in (ROOT / "plugins" / "filter").glob("*.yml"))
+
+
+@pytest.mark.parametrize("kind,name", [("filter", f) for f in FILTERS] + [("module", m) for m in MODULES])
 def test_ansible_doc(kind: str, name: str) -> None:
     proc = subprocess.run([str(BIN / "ansible-doc"), "-t", kind, "--json", f"metalserve.sglang.{name}"],
                           capture_output=True, text=True, env=ENV, cwd=ROOT, check=False, timeout=120)
