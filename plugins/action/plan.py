@@ -23,7 +23,13 @@ READ_ALSO = ("ansible_host",)
 def _vars_of(hostvars: Any, host: str) -> dict[str, Any]:
     view = hostvars[host]
     names = [k for k in view if str(k).startswith("sglang_") or k in READ_ALSO]
-    return {str(k): to_plain(view[k]) for k in names}
+    out = {str(k): to_plain(view[k]) for k in names}
+    interface = out.get("sglang_dist_interface")
+    if interface and "ansible_facts" in view:
+        facts = view["ansible_facts"]
+        key = str(interface).replace("-", "_").replace(".", "_")
+        out["ansible_facts"] = {k: to_plain(facts[k]) for k in (key, "metalserve_fabric") if k in facts}
+    return out
 
 
 class ActionModule(ActionBase):

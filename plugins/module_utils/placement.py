@@ -58,8 +58,24 @@ def typo_warnings(hv: HostVars) -> list[str]:
     return out
 
 
+def interface_ipv4(hv: HostVars, interface: str | None) -> str | None:
+    """The IPv4 of `interface` on a host, from its gathered facts (setup or fabric_facts), if known."""
+    if not interface:
+        return None
+    facts = hv.get("ansible_facts") or {}
+    setup = facts.get(interface.replace("-", "_").replace(".", "_")) or {}
+    address = (setup.get("ipv4") or {}).get("address")
+    if address:
+        return str(address)
+    named = ((facts.get("metalserve_fabric") or {}).get("interfaces") or {}).get(interface) or []
+    return str(named[0]) if named else None
+
+
 def address_of(host: str, hv: HostVars) -> str:
-    return str(hv.get("sglang_dist_address") or hv.get("ansible_host") or host)
+    """Where other hosts reach this one: sglang_dist_address, else the IPv4 of sglang_dist_interface
+    from its facts, else ansible_host, else the inventory name."""
+    return str(hv.get("sglang_dist_address") or interface_ipv4(hv, hv.get("sglang_dist_interface"))
+               or hv.get("ansible_host") or host)
 
 
 def role_of(hv: HostVars) -> str:
@@ -146,6 +162,7 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         env.setdefault("NCCL_SOCKET_IFNAME", interface)
         env.setdefault("GLOO_SOCKET_IFNAME", interface)
     secret_env = sorted(env_name for var, env_name in SECRET_ENV.items() if hv.get(var))
+    api_key = bool(hv.get("sglang_api_key"))
     instance = instance_name(hv, rec, members)
     return {
         "host": host,
@@ -162,6 +179,8 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "argv": args,
         "env": env,
         "secret_env": secret_env,
+        "api_key": api_key,
+        "install_method": rec.get("install_method") or selection.get("install_method") or "docker",
         "command": command_text(["sglang", "serve"], args),
         "warnings": rec["warnings"] + typo_warnings(hv),
     }
@@ -212,6 +231,8 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
     return {
         "host": host,
         "role": "router",
+        "install_method": hv.get("sglang_install_method") or "docker",
+        "image": hv.get("sglang_image") or load_catalog().router.get("image"),
         "rack": placement_value(hv, "sglang_rack"),
         "instance": instance,
         "unit": f"sglang-{instance}.service",

@@ -11,8 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import yaml
 
-TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "playbooks" / "templates" / "render"
+from ansible_collections.metalserve.sglang.plugins.module_utils import serving_units
+from ansible_collections.metalserve.sglang.plugins.module_utils.placement import command_text
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE_DIR = ROOT / "playbooks" / "templates" / "render"
 FILES_BY_ROLE = {
     "server": ("serve.args", "serve.env", "serve.sh"),
     "router": ("router.args", "router.sh"),
@@ -25,6 +30,52 @@ def environment(template_dir: Path) -> jinja2.Environment:
                               keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=False, autoescape=False)
 
 
+def role_defaults(role: str) -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text(encoding="utf-8")) or {}
+
+
+def assumed_runtime(plan: dict[str, Any]) -> dict[str, Any]:
+    """How the node will run SGLang, as far as the inventory tells (render.yml touches no node)."""
+    rec = plan["recipe"]
+    install = role_defaults("sglang_install")
+    server = role_defaults("sglang_server")
+    venv = f"{install['sglang_install_root']}/venvs/{rec['sglang_version']}"
+    config_dir = server["sglang_server_config_dir"]
+    return {"method": plan.get("install_method") or "docker", "sglang": f"{venv}/bin/sglang",
+            "python": f"{venv}/bin/python", "image": rec.get("image"), "image_id": None,
+            "env_file": f"{config_dir}/{plan['instance']}.env",
+            "secrets_config": f"{config_dir}/{plan['instance']}.secrets.yaml" if plan.get("api_key") else "",
+            "hf_cache": server["sglang_server_hf_cache"], "rdma": True}
+
+
+def unit_settings(role: str) -> dict[str, Any]:
+    d = role_defaults(role)
+    if role == "sglang_server":
+        return {"user": d["sglang_server_user"], "group": d["sglang_server_group"], "python": "/usr/bin/python3",
+                "health_script": "/usr/local/lib/metalserve/wait_healthy.py", "health_wait": True,
+                "timeout_start": d["sglang_server_timeout_start"], "restart_sec": d["sglang_server_restart_sec"],
+                "start_limit_burst": d["sglang_server_start_limit_burst"],
+                "start_limit_interval": d["sglang_server_start_limit_interval"],
+                "stop_timeout": d["sglang_server_stop_timeout"], "limit_nofile": d["sglang_server_limit_nofile"],
+                "wants": [], "hardening": d["sglang_server_hardening"]}
+    return {"user": d["sglang_router_service_user"], "group": d["sglang_router_service_group"],
+            "python": "/usr/bin/python3", "health_script": "/usr/local/lib/metalserve/wait_healthy.py",
+            "restart_sec": d["sglang_router_service_restart_sec"], "start_limit_burst": 10,
+            "start_limit_interval": 600, "limit_nofile": d["sglang_router_service_limit_nofile"],
+            "hardening": d["sglang_router_service_hardening"]}
+
+
+def server_extras(plan: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """The systemd unit and, for docker installs, the docker command of a server (serve.env is the
+    environment file, secrets masked)."""
+    runtime = assumed_runtime(plan)
+    out = {plan["unit"]: (serving_units.server_unit(plan, runtime, unit_settings("sglang_server")), "0644")}
+    if runtime["method"] == "docker":
+        argv = serving_units.docker_run(plan, runtime)
+        out["docker-run.sh"] = (f"#!/bin/sh\n# {HEADER}\nexec {command_text(argv[:2], argv[2:])}\n", "0755")
+    return out
+
+
 def render_all(plans: dict[str, dict[str, Any]], inventory: str, template_dir: Path = TEMPLATE_DIR,
                preflight: dict[str, dict[str, Any]] | None = None) -> dict[str, tuple[str, str]]:
     env = environment(template_dir)
@@ -35,6 +86,13 @@ def render_all(plans: dict[str, dict[str, Any]], inventory: str, template_dir: P
         for name in FILES_BY_ROLE.get(plan["role"], ()):
             text = env.get_template(f"{name}.j2").render(plan=plan, header=HEADER)
             out[f"{host}/{name}"] = (text, "0755" if name.endswith(".sh") else "0644")
+        if plan["role"] == "server":
+            out.update({f"{host}/{name}": value for name, value in server_extras(plan).items()})
+        elif plan["role"] == "router":
+            runtime = {"method": plan.get("install_method") or "docker", "image": plan.get("image"),
+                       "python": f"{role_defaults('sglang_install')['sglang_install_root']}/current/bin/python"}
+            out[f"{host}/{plan['unit']}"] = (serving_units.router_unit(plan, runtime, unit_settings("sglang_router")),
+                                             "0644")
     text = env.get_template("PLAN.md.j2").render(plans=plans, hosts=hosts, header=HEADER, inventory=inventory,
                                                  preflight=preflight or {})
     out["PLAN.md"] = (text, "0644")

@@ -35,9 +35,14 @@ def test_every_host_has_its_files(rendered: tuple[Path, subprocess.CompletedProc
     out, _ = rendered
     servers = ["b300-c01", "gb300-d01", "gb300-d02", "h200-a01", "h200-a02", "h200-b01", "h200-b02", "h200-f01",
                "h200-f02", "mi355x-e01"]
+    units = {"h200-b01": "rack_h200_bf16", "h200-b02": "rack_h200_bf16", "h200-f01": "glm-5.3-prefill",
+             "h200-f02": "glm-5.3-decode"}
     for host in servers:
-        assert sorted(p.name for p in (out / host).iterdir()) == ["serve.args", "serve.env", "serve.sh"], host
-    assert sorted(p.name for p in (out / "router-01").iterdir()) == ["router.args", "router.sh"]
+        unit = f"sglang-{units.get(host, 'glm-5.3')}.service"
+        assert sorted(p.name for p in (out / host).iterdir()) == sorted(
+            ["docker-run.sh", "serve.args", "serve.env", "serve.sh", unit]), host
+    assert sorted(p.name for p in (out / "router-01").iterdir()) == ["router.args", "router.sh",
+                                                                     "sglang-router.service"]
     args = (out / "h200-b02" / "serve.args").read_text().splitlines()
     assert args[args.index("--node-rank") + 1] == "1"
     assert args[args.index("--dist-init-addr") + 1] == "10.10.2.11:20000"
@@ -46,6 +51,20 @@ def test_every_host_has_its_files(rendered: tuple[Path, subprocess.CompletedProc
     b300 = (out / "b300-c01" / "serve.args").read_text().splitlines()
     assert "--cuda-graph-max-bs-decode" in b300
     assert os.access(out / "h200-a01" / "serve.sh", os.X_OK)
+
+
+def test_unit_and_docker_command_carry_the_same_argv(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
+    import shlex
+    out, _ = rendered
+    args = (out / "h200-b02" / "serve.args").read_text().splitlines()
+    unit = (out / "h200-b02" / "sglang-rack_h200_bf16.service").read_text()
+    exec_start = unit.split("ExecStart=", 1)[1].split("\nExecStop", 1)[0].replace("\\\n", " ")
+    assert exec_start.split()[-len(args):] == args
+    docker = shlex.split((out / "h200-b02" / "docker-run.sh").read_text().split("exec ", 1)[1].replace("\\\n", " "))
+    assert docker[-len(args) - 2:] == ["sglang", "serve"] + args
+    assert "--network=host" in docker and "/var/lib/sglang/models/zai-org/GLM-5.3-BF16:/var/lib/sglang/models/zai-org/GLM-5.3-BF16:ro" in docker
+    amd = shlex.split((out / "mi355x-e01" / "docker-run.sh").read_text().split("exec ", 1)[1].replace("\\\n", " "))
+    assert "--device=/dev/kfd" in amd and "lmsysorg/sglang-rocm:v0.5.13.post1-rocm720-mi35x-20260618" in amd
 
 
 def test_serve_sh_runs_the_same_argv(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:

@@ -156,3 +156,15 @@ def test_hosts_with_role_none_are_left_out() -> None:
 def test_instance_name_must_be_unit_safe() -> None:
     with pytest.raises(RecipeError, match=r"sglang_instance: 'glm 5' must be letters"):
         host_plan("x", {"x": {**PD, "sglang_instance": "glm 5"}}, {})
+
+
+def test_head_address_comes_from_the_rendezvous_interface_when_facts_are_known() -> None:
+    hostvars, groups = site()
+    hostvars["n1"]["ansible_facts"] = {"ens1f0": {"ipv4": {"address": "192.168.7.1"}}}
+    plan = host_plan("n2", hostvars, groups)
+    assert plan["head_address"] == "192.168.7.1"
+    assert plan["argv"][plan["argv"].index("--dist-init-addr") + 1] == "192.168.7.1:20000"
+    hostvars["n1"]["ansible_facts"] = {"metalserve_fabric": {"interfaces": {"ens1f0": ["192.168.8.1"]}}}
+    assert host_plan("n2", hostvars, groups)["head_address"] == "192.168.8.1"
+    hostvars["n1"]["sglang_dist_address"] = "10.9.9.9"
+    assert host_plan("n2", hostvars, groups)["head_address"] == "10.9.9.9"

@@ -1,0 +1,50 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that turn a host's plan into its systemd unit, environment file and docker command.
+
+Thin: plugins/module_utils/serving_units.py holds the logic (and render.yml uses the same functions).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.metalserve.sglang.plugins.module_utils import serving_units
+from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+
+
+def _wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+    def filter_func(*args: Any) -> Any:
+        try:
+            return func(*(to_plain(a) for a in args))
+        except RecipeError as exc:
+            raise AnsibleFilterError(str(exc)) from exc
+    filter_func.__name__ = func.__name__
+    return filter_func
+
+
+def server_unit(plan: dict[str, Any], runtime: dict[str, Any], settings: dict[str, Any]) -> str:
+    return serving_units.server_unit(plan, runtime, settings)
+
+
+def router_unit(plan: dict[str, Any], runtime: dict[str, Any], settings: dict[str, Any]) -> str:
+    return serving_units.router_unit(plan, runtime, settings)
+
+
+def env_file(env: dict[str, str], header: str = "Managed by metalserve.sglang") -> str:
+    return serving_units.env_file(env, header)
+
+
+def server_argv(plan: dict[str, Any], runtime: dict[str, Any]) -> list[str]:
+    return serving_units.server_argv(plan, runtime)
+
+
+class FilterModule:
+    """metalserve.sglang serving filters."""
+
+    def filters(self) -> dict[str, Callable[..., Any]]:
+        return {name: _wrap(func) for name, func in (("server_unit", server_unit), ("router_unit", router_unit),
+                                                     ("env_file", env_file), ("server_argv", server_argv))}
