@@ -50,7 +50,7 @@ docs-check: venv link
 unit: venv link
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: venv link
+integration: venv link lab
 	$(BIN)/python -m pytest -q tests/integration
 
 syntax: venv link
@@ -59,8 +59,9 @@ syntax: venv link
 slow: venv link ## SGLang 0.5.23's own parser over every rendered command (venv cached in $(METALSERVE_CACHE))
 	SGLANG_PARSER_PYTHON=$$(bash tests/slow/sglang_parser_venv.sh) $(BIN)/python -m pytest -q -s tests/slow
 
-lab: ## docker engine + the debootstrap systemd image the scenarios run on (cached)
+lab: ## docker engine, the debootstrap systemd image and the stand-in apt repo the scenarios use (cached)
 	bash tests/lab/setup.sh
+	bash tests/lab/build-apt-repo.sh
 
 molecule: venv link lab ## every scenario under molecule/ (one per role), full test sequence
 	@for s in $(SCENARIOS); do echo "== molecule test -s $$s"; \

@@ -1,6 +1,7 @@
 """Shared helpers for the tests: the upstream cells and the expected command per cell."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +88,7 @@ def ib_tree(root: Path, devices: dict[str, dict[str, Any]], dev_entries: tuple[s
             (pci_dir / "net" / netdev).mkdir(exist_ok=True)
         dev = root / "sys" / "class" / "infiniband" / name
         dev.mkdir(parents=True)
-        (dev / "device").symlink_to(pci_dir)
+        (dev / "device").symlink_to(os.path.relpath(pci_dir, dev))  # relative: the tree can be mounted elsewhere
         (dev / "node_guid").write_text(spec.get("guid", "0c42:a103:0000:0001") + "\n")
         (dev / "node_type").write_text("1: CA\n")
         (dev / "fw_ver").write_text("28.43.1014\n")

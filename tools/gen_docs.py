@@ -66,7 +66,7 @@ def _default(value: Any) -> str:
         return "`true`" if value else "`false`"
     if value == {}:
         return "`{}`"
-    return f"`{value}`"
+    return f"`{' '.join(str(value).split())}`"
 
 
 def variables() -> str:

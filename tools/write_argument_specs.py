@@ -20,6 +20,9 @@ class Dumper(yaml.SafeDumper):
         return super().increase_indent(flow, False)
 
 
+KNOWN_KEYS = {"description", "type", "choices", "elements", "no_log"}
+
+
 def infer(value: Any) -> str:
     return {bool: "bool", int: "int", float: "float", list: "list", dict: "dict"}.get(type(value), "str")
 
@@ -31,7 +34,12 @@ def main(role_dir: str) -> int:
     options = {}
     for name, value in defaults.items():
         info = meta["variables"][name]
-        opt: dict[str, Any] = {"type": info.get("type", infer(value)), "default": value}
+        unknown = set(info) - KNOWN_KEYS
+        if unknown:
+            raise SystemExit(f"{role}/meta/variables.yml: {name} has unknown keys {sorted(unknown)} (a comma in an "
+                             "unquoted flow-style description?); quote the description")
+        kind = info.get("type", infer(value))
+        opt: dict[str, Any] = {"type": kind, "default": value}
         if opt["type"] == "list":
             opt["elements"] = info.get("elements", "str")
         for key in ("choices", "no_log"):

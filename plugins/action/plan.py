@@ -24,11 +24,14 @@ def _vars_of(hostvars: Any, host: str) -> dict[str, Any]:
     view = hostvars[host]
     names = [k for k in view if str(k).startswith("sglang_") or k in READ_ALSO]
     out = {str(k): to_plain(view[k]) for k in names}
-    interface = out.get("sglang_dist_interface")
-    if interface and "ansible_facts" in view:
+    if "ansible_facts" in view:
         facts = view["ansible_facts"]
-        key = str(interface).replace("-", "_").replace(".", "_")
-        out["ansible_facts"] = {k: to_plain(facts[k]) for k in (key, "metalserve_fabric") if k in facts}
+        wanted = ["metalserve_fabric", "default_ipv4"]
+        if out.get("sglang_dist_interface"):
+            wanted.append(str(out["sglang_dist_interface"]).replace("-", "_").replace(".", "_"))
+        picked = {k: to_plain(facts[k]) for k in wanted if k in facts}
+        if picked:
+            out["ansible_facts"] = picked
     return out
 
 

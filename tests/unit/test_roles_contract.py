@@ -31,3 +31,11 @@ def test_role_contract(role: Path) -> None:
     readme = (role / "README.md").read_text()
     table = readme.split("<!-- BEGIN generated:role-variables -->", 1)[1].split("<!-- END generated:role-variables -->")[0]
     assert re.findall(r"^\| `([a-z0-9_]+)` \|", table, re.M) == list(options)
+
+
+@pytest.mark.parametrize("role", [r for r in ROLES if (r / "meta" / "variables.yml").exists()], ids=lambda p: p.name)
+def test_descriptions_file_has_only_known_keys(role: Path) -> None:
+    """An unquoted flow-style description with a comma turns its tail into a key and silently cuts it short."""
+    meta = yaml.safe_load((role / "meta" / "variables.yml").read_text())
+    for name, info in meta["variables"].items():
+        assert set(info) <= {"description", "type", "choices", "elements", "no_log"}, f"{name}: {sorted(info)}"
