@@ -14,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import recipe_engine
 from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
 from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
 
 
@@ -40,6 +41,15 @@ def router_args(spec: dict[str, Any]) -> list[str]:
     return recipe_engine.router_args(spec)
 
 
+def gpu_platform(gpu: str, gpu_platforms: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The platform table entry of a GPU id (data/gpus.yml plus sglang_gpu_platforms)."""
+    table = load_catalog(gpu_platforms=gpu_platforms).gpus
+    if gpu not in table:
+        raise RecipeError(f"sglang_gpu: {gpu!r} is not a GPU the recipes know; known: {', '.join(sorted(table))} "
+                          "(add one with sglang_gpu_platforms)")
+    return dict(table[gpu], id=gpu)
+
+
 class FilterModule:
     """metalserve.sglang recipe filters."""
 
@@ -48,4 +58,5 @@ class FilterModule:
             "recipe": _wrap(recipe),
             "serve_args": _wrap(serve_args),
             "router_args": _wrap(router_args),
+            "gpu_platform": _wrap(gpu_platform),
         }

@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for the nvidia_driver role over plugins/module_utils/nvidia_packages.py (logic and unit tests there)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.metalserve.sglang.plugins.module_utils import nvidia_packages as nv
+from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+
+
+def _wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+    def filter_func(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*(to_plain(a) for a in args), **{k: to_plain(v) for k, v in kwargs.items()})
+        except RecipeError as exc:
+            raise AnsibleFilterError(str(exc)) from exc
+    filter_func.__name__ = func.__name__
+    return filter_func
+
+
+def nvidia_repository(distribution: str, version: str, arch: str, base_url: str = "") -> dict[str, Any]:
+    return nv.repository(distribution, version, arch, base_url or None)
+
+
+def nvidia_packages(platform: dict[str, Any], branch: int, flavor: str, version: str = "",
+                    imex: bool | None = None) -> dict[str, Any]:
+    kind = nv.flavor(flavor, platform, platform.get("id", "this GPU"))
+    return dict(nv.packages(int(branch), kind, platform, version, imex), flavor=kind,
+                dnf_module=nv.dnf_module(int(branch), kind))
+
+
+def nvidia_check_branch(available: list[str], branch: Any, version: str, package: str) -> str:
+    return nv.check_branch(branch, version, available, package)
+
+
+def nvidia_reboot(installed: str, running: str, changed: bool, allow: bool, container: bool,
+                  control_node: bool) -> dict[str, Any]:
+    return nv.reboot(installed=installed or None, running=running or None, changed=bool(changed), allow=bool(allow),
+                     container=bool(container), control_node=bool(control_node))
+
+
+class FilterModule:
+    """metalserve.sglang NVIDIA driver filters."""
+
+    def filters(self) -> dict[str, Callable[..., Any]]:
+        return {f.__name__: _wrap(f) for f in (nvidia_repository, nvidia_packages, nvidia_check_branch, nvidia_reboot)}
