@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for the rocm_driver role over plugins/module_utils/rocm_packages.py (logic and tests there)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.metalserve.sglang.plugins.module_utils import rocm_packages as rp
+from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+
+
+def _wrap(func: Callable[..., Any]) -> Callable[..., Any]:
+    def filter_func(*args: Any) -> Any:
+        try:
+            return func(*(to_plain(a) for a in args))
+        except RecipeError as exc:
+            raise AnsibleFilterError(str(exc)) from exc
+    filter_func.__name__ = func.__name__
+    return filter_func
+
+
+def rocm_release(platform: dict[str, Any], distribution: str, version: str, requested: str = "") -> str:
+    return rp.choose(platform.get("id", "?"), platform, distribution, version, requested)
+
+
+def rocm_repositories(release: str, distribution: str, version: str, rocm_url: str = "", amdgpu_url: str = "") -> dict:
+    return rp.repositories(release, distribution, version, rocm_url, amdgpu_url)
+
+
+def rocm_reboot(loaded: str, on_disk: str, changed: bool, cmdline: str, kernel_args: list[str], allow: bool,
+                container: bool, control_node: bool) -> dict[str, Any]:
+    return rp.reboot(loaded=loaded or None, on_disk=on_disk or None, changed=bool(changed), cmdline=cmdline or "",
+                     kernel_args=list(kernel_args or []), allow=bool(allow), container=bool(container),
+                     control_node=bool(control_node))
+
+
+def rocm_table(_: Any = None) -> dict[str, Any]:
+    return rp.rocm_data()
+
+
+class FilterModule:
+    """metalserve.sglang ROCm filters."""
+
+    def filters(self) -> dict[str, Callable[..., Any]]:
+        return {f.__name__: _wrap(f) for f in (rocm_release, rocm_repositories, rocm_reboot, rocm_table)}
