@@ -21,3 +21,18 @@ os.environ.setdefault("ANSIBLE_COLLECTIONS_PATH", str(COLLECTIONS))
 os.environ.setdefault("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
 if str(COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(COLLECTIONS))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ANN001, ARG001 - pytest hook
+    """Print the size of the bad-input matrix (tests/bad_inputs.yml) and how its tests did."""
+    import yaml  # noqa: PLC0415
+
+    matrix = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text())
+    ran = [r for key in ("passed", "failed") for r in terminalreporter.stats.get(key, [])
+           if "bad_inputs" in r.nodeid and "[" in r.nodeid and r.when == "call"]
+    if not ran:
+        return
+    failed = sum(1 for r in ran if r.outcome == "failed")
+    sizes = ", ".join(f"{layer} {len(cases)}" for layer, cases in matrix.items())
+    terminalreporter.write_line(f"bad-input matrix: {sum(len(c) for c in matrix.values())} cases ({sizes}); "
+                                f"{len(ran)} run here, {failed} failed")

@@ -11,8 +11,9 @@ from typing import Any, Callable
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import serving_units
+from ansible_collections.metalserve.sglang.plugins.module_utils import firewall, serving_units
 from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
 from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
 
 
@@ -38,6 +39,15 @@ def env_file(env: dict[str, str], header: str = "Managed by metalserve.sglang") 
     return serving_units.env_file(env, header)
 
 
+def instance_firewall(plan: dict[str, Any], addresses: dict[str, Any]) -> str:
+    ports = load_catalog().ports
+    try:
+        return firewall.ruleset(plan, {k: list(v or []) for k, v in addresses.items()}, int(ports["internal_offset"]),
+                                int(ports["internal_count"]))
+    except ValueError as exc:
+        raise RecipeError(f"sglang_server_firewall: {exc}") from exc
+
+
 def server_argv(plan: dict[str, Any], runtime: dict[str, Any]) -> list[str]:
     return serving_units.server_argv(plan, runtime)
 
@@ -47,4 +57,5 @@ class FilterModule:
 
     def filters(self) -> dict[str, Callable[..., Any]]:
         return {name: _wrap(func) for name, func in (("server_unit", server_unit), ("router_unit", router_unit),
-                                                     ("env_file", env_file), ("server_argv", server_argv))}
+                                                     ("env_file", env_file), ("server_argv", server_argv),
+                                                     ("instance_firewall", instance_firewall))}

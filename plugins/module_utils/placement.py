@@ -14,7 +14,7 @@ import re
 import shlex
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import recipe_engine
+from ansible_collections.metalserve.sglang.plugins.module_utils import fabric_env, recipe_engine
 from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
 from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.module_utils.selection import coerce
@@ -103,6 +103,23 @@ def instance_members(host: str, hv: HostVars, groups: dict[str, list[str]], node
     return members
 
 
+def order_by_pinned_rank(members: list[str], hostvars: dict[str, HostVars]) -> list[str]:
+    """Members in rank order: sglang_node_rank when every member pins one, else the sorted group."""
+    pinned = {m: placement_value(hostvars[m], "sglang_node_rank") for m in members}
+    given = {m: r for m, r in pinned.items() if r is not None}
+    if not given:
+        return members
+    detail = ", ".join(f"{m}={r}" for m, r in pinned.items())
+    if len(given) != len(members):
+        raise RecipeError(f"sglang_node_rank: set on some members of {members[0]}'s instance only ({detail}); set it "
+                          "on every member or on none")
+    if sorted(given.values()) != list(range(len(members))):
+        dupes = sorted({r for r in given.values() if list(given.values()).count(r) > 1})
+        why = f"rank {', '.join(map(str, dupes))} is taken twice" if dupes else "ranks are out of range"
+        raise RecipeError(f"sglang_node_rank: {why} ({detail}); each of 0..{len(members) - 1} must be used exactly once")
+    return sorted(members, key=lambda m: given[m])
+
+
 SAME_ACROSS_MEMBERS = ("sglang_model", "sglang_gpu", "sglang_quant", "sglang_strategy", "sglang_nodes",
                        "sglang_pd", "sglang_speculative", "sglang_dp_attention", "sglang_extra_args",
                        "sglang_remove_args", "sglang_version", "sglang_image", "sglang_port", "sglang_dist_port")
@@ -145,23 +162,43 @@ def command_text(program: list[str], args: list[str]) -> str:
     return " \\\n  ".join(lines)
 
 
+def fabric_for(hv: HostVars, selection: dict[str, Any], rec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(selection, fabric settings): NCCL/GLOO values and, where ambiguous, the PD HCAs, from the facts."""
+    facts = hv.get("ansible_facts") or {}
+    interface = placement_value(hv, "sglang_dist_interface") or (facts.get("default_ipv4") or {}).get("interface")
+    pd = selection.get("pd") or {}
+    settings = fabric_env.fabric_settings(
+        facts.get("metalserve_fabric"), multi=rec["nodes"] > 1, pd=bool(rec["pd_role"]),
+        interface=interface if facts.get("metalserve_fabric") else placement_value(hv, "sglang_dist_interface"),
+        hcas=hv.get("sglang_ib_hcas") or "auto", ib_device_set=bool(isinstance(pd, dict) and pd.get("ib_device")))
+    if settings["pd_ib_device"]:
+        selection = {**selection, "pd": {**pd, "ib_device": settings["pd_ib_device"]}}
+    return selection, settings
+
+
 def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> dict[str, Any]:
     hv = hostvars[host]
     selection = selection_of(hv)
     rec = recipe_engine.recipe(selection)
+    selection, fabric = fabric_for(hv, selection, rec)
+    if fabric["pd_ib_device"]:
+        rec = recipe_engine.recipe(selection)
     members = instance_members(host, hv, groups, rec["nodes"])
     if len(members) > 1:
         check_members_agree(members, hostvars)
+        members = order_by_pinned_rank(members, hostvars)
     rank = members.index(host)
     head = members[0]
     head_address = address_of(head, hostvars[head])
     args = recipe_engine.serve_args(selection, rank, head_address if len(members) > 1 else None)
     env = dict(rec["env"])
-    interface = placement_value(hv, "sglang_dist_interface")
-    if interface:
-        env.setdefault("NCCL_SOCKET_IFNAME", interface)
-        env.setdefault("GLOO_SOCKET_IFNAME", interface)
+    for key, value in fabric["env"].items():
+        env.setdefault(key, value)  # the cell's and the operator's values win
     secret_env = sorted(env_name for var, env_name in SECRET_ENV.items() if hv.get(var))
+    if placement_value(hv, "sglang_hf_gated") and not hv.get("sglang_hf_token"):
+        raise RecipeError(f"sglang_hf_token: {rec['checkpoint']} is marked gated (sglang_hf_gated) and {host} has no "
+                          "token; set sglang_hf_token (vault it) for this host or its group, after accepting the "
+                          "model's terms on the Hub with that account")
     api_key = bool(hv.get("sglang_api_key"))
     instance = instance_name(hv, rec, members)
     return {
@@ -182,7 +219,7 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "api_key": api_key,
         "install_method": rec.get("install_method") or selection.get("install_method") or "docker",
         "command": command_text(["sglang", "serve"], args),
-        "warnings": rec["warnings"] + typo_warnings(hv),
+        "warnings": rec["warnings"] + fabric["warnings"] + typo_warnings(hv),
     }
 
 
@@ -228,6 +265,7 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
             "extra_args": placement_value(hv, "sglang_router_extra_args")}
     args = recipe_engine.router_args(spec)
     instance = placement_value(hv, "sglang_instance") or "router"
+    answering = next((p for p in heads if p["recipe"]["pd_role"] == "decode"), heads[0])
     return {
         "host": host,
         "role": "router",
@@ -240,6 +278,9 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "workers_group": group,
         "workers": list(urls.values()),
         "port": spec["port"],
+        # what clients see through the router: the model name and parsers of the answering workers
+        "served_model_name": answering["recipe"]["served_model_name"],
+        "worker_argv": answering["argv"],
         "argv": args,
         "command": command_text(["python3", "-m", "sglang_router.launch_router"], args),
         "warnings": typo_warnings(hv),

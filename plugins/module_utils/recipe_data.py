@@ -49,6 +49,7 @@ class Model:
     hopper_fp8_kv_flags: dict[str, Any]
     context_parallel: dict[str, Any]
     cells: tuple[Cell, ...]
+    min_sglang: str = ""
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ def parse_model(doc: Any, where: str, origin: str, base: Model | None = None) ->
         hopper_fp8_kv_flags=merged("hopper_fp8_kv_flags"),
         context_parallel=merged("context_parallel"),
         cells=_merge_cells(base.cells if base else (), cells),
+        min_sglang=str(doc.get("min_sglang") or (base.min_sglang if base else "")),
     )
     for quant, ckpt in model.checkpoints.items():
         if not isinstance(ckpt, dict) or "id" not in ckpt:

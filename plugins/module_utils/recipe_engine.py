@@ -16,7 +16,7 @@ import ipaddress
 from collections import defaultdict
 from typing import Any, Callable
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import argv, knobs
+from ansible_collections.metalserve.sglang.plugins.module_utils import argv, input_checks, knobs
 from ansible_collections.metalserve.sglang.plugins.module_utils.knobs import Build
 from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import (
     Catalog,
@@ -266,6 +266,7 @@ def build(selection: Any) -> Build:
     )
     sel = normalize(selection, catalog.variables["recipe"])
     model, platform, cell = select_cell(catalog, sel)
+    input_checks.check_all(sel, model.id, model.min_sglang)
     version, _image, release_warnings = resolve_release(catalog, model, sel)
     port, dist = resolve_ports(catalog, sel)
     checkpoint = model.checkpoints[cell.quant]["id"]

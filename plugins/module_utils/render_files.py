@@ -45,7 +45,10 @@ def assumed_runtime(plan: dict[str, Any]) -> dict[str, Any]:
             "python": f"{venv}/bin/python", "image": rec.get("image"), "image_id": None,
             "env_file": f"{config_dir}/{plan['instance']}.env",
             "secrets_config": f"{config_dir}/{plan['instance']}.secrets.yaml" if plan.get("api_key") else "",
-            "hf_cache": server["sglang_server_hf_cache"], "rdma": True}
+            "hf_cache": server["sglang_server_hf_cache"], "rdma": True,
+            "hf_token_file": (f"{config_dir}/{plan['instance']}.hf_token"
+                              if "HF_TOKEN" in plan.get("secret_env", []) and plan.get("install_method") == "docker"
+                              else "")}
 
 
 def unit_settings(role: str) -> dict[str, Any]:
@@ -57,7 +60,8 @@ def unit_settings(role: str) -> dict[str, Any]:
                 "start_limit_burst": d["sglang_server_start_limit_burst"],
                 "start_limit_interval": d["sglang_server_start_limit_interval"],
                 "stop_timeout": d["sglang_server_stop_timeout"], "limit_nofile": d["sglang_server_limit_nofile"],
-                "wants": [], "hardening": d["sglang_server_hardening"]}
+                "wants": [], "hardening": d["sglang_server_hardening"],
+                "device_allowlist": d["sglang_server_device_allowlist"]}
     return {"user": d["sglang_router_service_user"], "group": d["sglang_router_service_group"],
             "python": "/usr/bin/python3", "health_script": "/usr/local/lib/metalserve/wait_healthy.py",
             "restart_sec": d["sglang_router_service_restart_sec"], "start_limit_burst": 10,

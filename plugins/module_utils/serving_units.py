@@ -61,6 +61,9 @@ def weights_dir(plan: dict[str, Any]) -> str | None:
     return path if path.startswith("/") else None
 
 
+HF_TOKEN_IN_CONTAINER = "/run/secrets/hf_token"
+
+
 def docker_run(plan: dict[str, Any], runtime: dict[str, Any], docker: dict[str, Any] | None = None) -> list[str]:
     """`docker run ...` for a server plan, in the cookbook's form plus our name, env file and mounts."""
     docker = docker or docker_forms()
@@ -84,6 +87,9 @@ def docker_run(plan: dict[str, Any], runtime: dict[str, Any], docker: dict[str, 
         argv += ["-v", f"{runtime['hf_cache']}:{docker['hf_cache']}"]
     if runtime.get("secrets_config"):
         argv += ["-v", f"{runtime['secrets_config']}:{runtime['secrets_config']}:ro"]
+    if runtime.get("hf_token_file"):
+        # a file, not --env-file: `docker inspect` shows a container's environment to anyone with the socket
+        argv += ["-v", f"{runtime['hf_token_file']}:{HF_TOKEN_IN_CONTAINER}:ro"]
     if runtime.get("image_id"):
         argv += ["--label", f"metalserve.image-id={runtime['image_id']}"]
     return argv + [runtime["image"], "sglang", "serve"] + serve_tail(plan, runtime)
@@ -106,6 +112,13 @@ def service_account(settings: dict[str, Any], amd: bool = False) -> list[str]:
         lines.append("SupplementaryGroups=video render")
     return lines + ["Environment=HOME=/var/lib/sglang-home", "StateDirectory=sglang-home",
                     "WorkingDirectory=/var/lib/sglang-home"]
+
+
+def device_allowlist(vendor: str, rdma: bool) -> list[str]:
+    """DevicePolicy=closed and the device nodes a server needs (data/sglang/devices.yml)."""
+    table = read_yaml(DATA_DIR / "sglang" / "devices.yml")
+    entries = list(table.get(vendor) or []) + (list(table["rdma"]) if rdma else [])
+    return ["DevicePolicy=closed"] + [f"DeviceAllow={entry} rw" for entry in entries]
 
 
 def _unit(description: str, after: list[str], wants: list[str], service: list[str],
@@ -141,6 +154,8 @@ def server_unit(plan: dict[str, Any], runtime: dict[str, Any], settings: dict[st
         service += service_account(settings, amd=rec["vendor"] == "amd")
         service += ["ExecStart=" + exec_line(server_argv(plan, runtime, docker))]
         service += settings.get("hardening") or []
+        if settings.get("device_allowlist"):
+            service += device_allowlist(rec["vendor"], bool(runtime.get("rdma", True)))
     if head and settings.get("health_wait"):
         service.append(f"ExecStartPost={settings['python']} {settings['health_script']} "
                        f"--url http://127.0.0.1:{rec['port']}/health --timeout {settings['timeout_start'] - 30} --pid $MAINPID")

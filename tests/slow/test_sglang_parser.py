@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from helpers import ROOT, selection_of, upstream, upstream_nodes, upstream_token
 pytestmark = pytest.mark.slow
 PARSER_PY = os.environ.get("SGLANG_PARSER_PYTHON", "")
 DOC = upstream()
+BAD_INPUTS = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text())["parser"]
 HELPER = Path(__file__).with_name("parse_with_sglang.py")
 # 0.5.23 rejects the cookbook's --cuda-graph-max-bs as ambiguous; everything else upstream is taken as written
 UPSTREAM_FOR_0523 = {"--cuda-graph-max-bs": "--cuda-graph-max-bs-decode"}
@@ -79,6 +81,8 @@ def parsed() -> dict[str, Any]:
     for name, selection in KNOB_COMBOS.items():
         nodes = selection.get("nodes", 1)
         serve[f"knob:{name}"] = recipe_engine.serve_args(selection, nodes - 1, "10.0.0.1" if nodes > 1 else None)
+    for case in BAD_INPUTS:
+        serve[f"bad:{case['id']}"] = recipe_engine.serve_args(case["selection"])
     serve["negative:typo"] = ["--model-path", "x", "--tp-szie", "8"]
     serve["negative:old-cuda-graph"] = ["--model-path", "x", "--cuda-graph-max-bs", "8"]
     router = {
@@ -112,6 +116,15 @@ def test_every_rendered_command_parses(parsed: dict) -> None:
     assert not failures
     n = sum(1 for k in parsed["serve"] if k.startswith(("ours:", "default:", "knob:")))
     print(f"\n{n} rendered command lines accepted by SGLang {parsed['version']}'s parser")
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS, ids=lambda c: c["id"])
+def test_bad_inputs_only_sglang_can_judge_are_refused_in_its_words(parsed: dict, case: dict) -> None:
+    """The parser layer of tests/bad_inputs.yml: the engine renders these; SGLang's parser (which
+    the sglang_server role runs on the node before touching the unit) refuses them."""
+    result = parsed["serve"][f"bad:{case['id']}"]
+    assert not result["ok"]
+    assert re.search(case["expect"], result["error"]), result["error"]
 
 
 def test_the_parser_is_strict_enough_to_fail(parsed: dict) -> None:

@@ -168,3 +168,23 @@ def test_head_address_comes_from_the_rendezvous_interface_when_facts_are_known()
     assert host_plan("n2", hostvars, groups)["head_address"] == "192.168.8.1"
     hostvars["n1"]["sglang_dist_address"] = "10.9.9.9"
     assert host_plan("n2", hostvars, groups)["head_address"] == "10.9.9.9"
+
+
+def test_pinned_ranks_reorder_the_instance_and_move_the_head() -> None:
+    hostvars, groups = site()
+    hostvars["n1"]["sglang_node_rank"], hostvars["n2"]["sglang_node_rank"] = 1, 0
+    p1, p2 = host_plan("n1", hostvars, groups), host_plan("n2", hostvars, groups)
+    assert (p2["rank"], p1["rank"]) == (0, 1)
+    assert p1["members"] == ["n2", "n1"] and p1["head_address"] == "10.0.0.2"
+
+
+@pytest.mark.parametrize("ranks,message", [
+    ((0, 0), r"sglang_node_rank: rank 0 is taken twice \(n1=0, n2=0\)"),
+    ((0, 2), r"sglang_node_rank: ranks are out of range \(n1=0, n2=2\); each of 0..1 must be used exactly once"),
+    ((0, None), r"sglang_node_rank: set on some members of n1's instance only \(n1=0, n2=None\)"),
+])
+def test_pinned_ranks_must_be_a_permutation(ranks: tuple, message: str) -> None:
+    hostvars, groups = site()
+    hostvars["n1"]["sglang_node_rank"], hostvars["n2"]["sglang_node_rank"] = ranks
+    with pytest.raises(RecipeError, match=message):
+        host_plan("n1", hostvars, groups)

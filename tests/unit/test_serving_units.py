@@ -119,3 +119,49 @@ def test_router_units() -> None:
     docker = su.router_unit(plan, {"method": "docker", "image": "lmsysorg/sglang:latest"}, unit_settings("sglang_router"))
     assert exec_argv(docker)[:8] == ["/usr/bin/docker", "run", "--rm", "--name", "sglang-router", "--network=host",
                                      "lmsysorg/sglang:latest", "python3"]
+
+
+def _majors(proc_devices: str) -> dict[int, set[str]]:
+    out: dict[int, set[str]] = {}
+    for line in proc_devices.split("Block devices:")[0].splitlines()[1:]:
+        if line.strip():
+            major, name = line.split(None, 1)
+            out.setdefault(int(major), set()).add(name.strip())
+    return out
+
+
+def test_device_allowlist_covers_every_gpu_and_rdma_node_of_a_real_h200() -> None:
+    """Every /dev/nvidia* and /dev/infiniband/* node of the captured H200 is allowed by name or path."""
+    from helpers import FIXTURES
+    capture = FIXTURES / "nvidia" / "h200-x1-devices"
+    majors = _majors((capture / "proc-devices.txt").read_text())
+    lines = su.device_allowlist("nvidia", rdma=True)
+    assert lines[0] == "DevicePolicy=closed"
+    allowed = {line.split("=", 1)[1].rsplit(" ", 1)[0] for line in lines[1:]}
+    nodes = [ln.split() for ln in (capture / "dev-nodes.txt").read_text().splitlines() if ln.startswith("c")]
+    assert len(nodes) >= 6
+    for fields in nodes:
+        major, path = int(fields[4].rstrip(",")), fields[-1]
+        by_name = {f"char-{name}" for name in majors[major]} & allowed
+        assert by_name or path in allowed, f"{path} (major {major}: {majors[major]}) is not allowed"
+    assert "char-misc" not in allowed  # rdma_cm is allowed by path, not the whole misc class
+    assert not any("kfd" in a or "drm" in a for a in allowed)
+
+
+def test_amd_units_allow_kfd_and_dri_only() -> None:
+    lines = su.device_allowlist("amd", rdma=False)
+    assert lines == ["DevicePolicy=closed", "DeviceAllow=char-kfd rw", "DeviceAllow=char-drm rw"]
+
+
+def test_docker_servers_get_the_token_as_a_mounted_file_not_in_their_environment() -> None:
+    """`docker inspect` shows a container's environment (Config.Env) to anyone with the socket."""
+    plan = host_plan("n", {"n": {**FAMILIES["h200-fp8"], "sglang_hf_token": "hf_x", "sglang_install_method": "docker"}},
+                     {"all": ["n"]})
+    argv = su.docker_run(plan, runtime("docker", hf_token_file="/etc/sglang/glm-5.3.hf_token"))
+    assert "/etc/sglang/glm-5.3.hf_token:/run/secrets/hf_token:ro" in argv
+    assert not [a for a in argv if "hf_x" in a]
+    from ansible_collections.metalserve.sglang.plugins.module_utils.render_files import assumed_runtime
+    assert assumed_runtime(plan)["hf_token_file"] == "/etc/sglang/glm-5.3.hf_token"
+    uv = host_plan("n", {"n": {**FAMILIES["h200-fp8"], "sglang_hf_token": "hf_x", "sglang_install_method": "uv"}},
+                   {"all": ["n"]})
+    assert assumed_runtime(uv)["hf_token_file"] == ""

@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Checks on operator input that no single knob owns: conflicting install methods, secrets put where
+they would leak, paths and addresses that cannot work, releases too old for the model. Pure; each
+error names the variable, what was given and what to do."""
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any
+
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.module_utils.sglang_version import at_least
+
+# HF_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY, DB_PASSWORD...; not SGLANG_..._TOKENS_PER_RANK
+SECRET_NAME = re.compile(r"(^|_)(TOKEN|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)$|SECRET|PASSW(OR)?D", re.I)
+SECRET_HOME = {"HF_TOKEN": "sglang_hf_token", "HUGGING_FACE_HUB_TOKEN": "sglang_hf_token"}
+HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*$")
+
+
+def check_install_method(sel: dict[str, Any]) -> None:
+    if sel.get("install_method") == "uv" and sel.get("image"):
+        raise RecipeError(f"sglang_install_method is uv but sglang_image is set ({sel['image']}): a node runs SGLang "
+                          "either from a uv venv or from an image. Drop sglang_image for uv nodes, or set "
+                          "sglang_install_method: docker")
+
+
+def check_env(sel: dict[str, Any]) -> None:
+    for name in sel.get("env") or {}:
+        if SECRET_NAME.search(str(name)):
+            home = SECRET_HOME.get(str(name).upper(), "sglang_hf_token or sglang_api_key")
+            raise RecipeError(f"sglang_env: {name} looks like a secret; sglang_env is rendered into the plan and "
+                              f"shown in diffs. Put it in {home} (vault it), which reaches only the 0600 environment "
+                              "file")
+
+
+def _looks_relative(path: str) -> bool:
+    """A hub id is org/name; anything else that is not absolute is a relative path."""
+    return not path.startswith("/") and (path.startswith(".") or path.count("/") != 1)
+
+
+def check_paths(sel: dict[str, Any]) -> None:
+    for key, var in (("model_path", "sglang_model_path"), ("draft_model_path", "sglang_draft_model_path")):
+        value = sel.get(key)
+        if value and _looks_relative(str(value)):
+            raise RecipeError(f"{var}: {value!r} is a relative path; systemd starts SGLang in /, so give an absolute "
+                              "path on the node (or a hub id such as zai-org/GLM-5.3)")
+
+
+def check_host(sel: dict[str, Any]) -> None:
+    host = sel.get("host")
+    if not host:
+        return
+    try:
+        ipaddress.ip_address(str(host))
+        return
+    except ValueError:
+        pass
+    if not HOSTNAME.match(str(host)):
+        raise RecipeError(f"sglang_host: {host!r} is neither an IP address nor a host name; use 0.0.0.0 (all), "
+                          "127.0.0.1 (local only) or the address of one interface")
+
+
+def check_release(sel: dict[str, Any], model_id: str, min_sglang: str) -> None:
+    version = sel.get("sglang_version")
+    if version and min_sglang and not at_least(str(version), min_sglang):
+        raise RecipeError(f"sglang_version: {model_id} needs SGLang {min_sglang} or newer (the oldest release a "
+                          f"cookbook image serves it with); {version} is older")
+
+
+def check_all(sel: dict[str, Any], model_id: str, min_sglang: str) -> None:
+    for check in (check_install_method, check_env, check_paths, check_host):
+        check(sel)
+    check_release(sel, model_id, min_sglang)

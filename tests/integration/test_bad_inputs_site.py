@@ -1,0 +1,78 @@
+"""A cross-section of the bad-input matrix through the real site.yml: each case is a host of one
+inventory, every host is refused in the first two plays (argument specs, then the plan inside
+preflight), and nothing changes on the host.
+
+Runs with --check --diff as a second safety net (the hosts are this machine, connection local): the
+recap must still show changed=0 for every host, the argument-spec cases fail in the first play, and
+the plan cases stop the run inside preflight, before the first stage that changes anything.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from helpers import ROOT
+
+BIN = Path(sys.executable).parent
+MATRIX = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text())
+BASE = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced"}
+ARGSPEC = ["restart-sec-not-a-number", "install-method-both", "daemon-json-as-list", "unknown-driver-flavor"]
+PLAN = ["unknown-gpu", "three-nodes", "duplicate-ranks", "pd-worker-without-router", "uv-and-docker-both-set",
+        "missing-token-for-gated-checkpoint", "secret-in-sglang-env", "type-list-for-dict", "negative-port",
+        "dflash2-with-dp-attention", "mtp-on-amd", "instance-group-with-three-members"]
+
+
+def inventory(tmp: Path) -> tuple[Path, dict[str, str]]:
+    """One host per case (several for instance cases, their groups prefixed with the case id)."""
+    hosts: dict[str, dict] = {}
+    groups: dict[str, dict] = {}
+    expect: dict[str, str] = {}
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+             "preflight_weights_path": str(tmp / "weights")}
+    for case in (c for c in MATRIX["argspec"] if c["id"] in ARGSPEC):
+        hosts[case["id"]] = {**local, **BASE, **case["vars"]}
+        expect[case["id"]] = case["expect"]
+    for case in (c for c in MATRIX["plan"] if c["id"] in PLAN):
+        rename = {h: f"{case['id']}-{h}" for h in case["hosts"]}
+        for h, v in case["hosts"].items():
+            v = dict(v or {})
+            if "sglang_instance_group" in v:
+                v["sglang_instance_group"] = f"{case['id']}-{v['sglang_instance_group']}"
+            hosts[rename[h]] = {**local, **BASE, **v}
+        for g, members in (case.get("groups") or {}).items():
+            groups[f"{case['id']}-{g}"] = {"hosts": {rename[m]: None for m in members}}
+        pattern = case["expect"]
+        for old, new in [*rename.items(), *((g, f"{case['id']}-{g}") for g in case.get("groups") or {})]:
+            pattern = re.sub(rf"(?<![\w-]){re.escape(old)}(?![\w-])", new, pattern)
+        expect[rename[case.get("host") or next(iter(case["hosts"]))]] = pattern
+    path = tmp / "hosts.yml"
+    path.write_text(yaml.safe_dump({"all": {"hosts": hosts, "children": groups}}))
+    return path, expect
+
+
+def test_bad_inputs_stop_site_yml_before_anything_changes(tmp_path: Path) -> None:
+    inv, expect = inventory(tmp_path)
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0",
+           "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"), "ANSIBLE_CACHE_PLUGIN": "memory"}
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inv), "playbooks/site.yml", "--check", "--diff"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, check=False, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    recap = dict(re.findall(r"^(\S+)\s+: (ok=.*)$", out, re.M))
+    hosts = yaml.safe_load(inv.read_text())["all"]["hosts"]
+    assert set(recap) == set(hosts), out[-3000:]
+    for host, line in recap.items():
+        assert "changed=0" in line, f"{host}: {line}"
+    for host in (c for c in ARGSPEC):
+        assert "failed=1" in recap[host], f"{host}: {recap[host]}"
+    # the preflight refusal (run once for the site) ends the run: no later stage starts for any host
+    assert "PLAY [Preflight" in out and "PLAY [GPU drivers" not in out, out[-3000:]
+    for host, pattern in expect.items():
+        assert re.search(pattern, out.replace("\\n", "\n")), f"{host}: {pattern}\n{out[-4000:]}"
+    assert not (tmp_path / "weights").exists()
+    print(f"\n{len(expect)} bad-input cases ({len(hosts)} hosts) through site.yml: all refused, changed=0 everywhere")
