@@ -13,7 +13,7 @@ PLAYBOOKS := $(wildcard playbooks/*.yml)
 
 SCENARIOS ?= $(notdir $(patsubst %/,%,$(wildcard molecule/*/)))
 
-.PHONY: demo test venv link lint yamllint ansible-lint docs docs-check unit integration slow syntax lab molecule clean
+.PHONY: demo test venv link lint yamllint ansible-lint changelog-lint docs docs-check unit integration slow syntax lab lab-infra lab-destroy bench molecule clean
 
 demo: venv link ## render inventories/example and print the plan
 	$(BIN)/ansible-playbook playbooks/render.yml -i inventories/example
@@ -36,7 +36,9 @@ $(LINK):
 	mkdir -p $(dir $(LINK))
 	ln -sfn $(CURDIR) $(LINK)
 
-lint: yamllint ansible-lint
+lint: yamllint ansible-lint changelog-lint
+changelog-lint: venv
+	$(BIN)/antsibull-changelog lint
 yamllint: venv
 	$(BIN)/yamllint -s .
 ansible-lint: venv link
@@ -50,7 +52,7 @@ docs-check: venv link
 unit: venv link
 	$(BIN)/python -m pytest -q tests/unit
 
-integration: venv link lab
+integration: venv link lab-infra
 	$(BIN)/python -m pytest -q tests/integration
 
 syntax: venv link
@@ -59,13 +61,23 @@ syntax: venv link
 slow: venv link ## SGLang 0.5.23's own parser over every rendered command (venv cached in $(METALSERVE_CACHE))
 	SGLANG_PARSER_PYTHON=$$(bash tests/slow/sglang_parser_venv.sh) $(BIN)/python -m pytest -q -s tests/slow
 
-lab: ## docker engine, the debootstrap systemd image and the stand-in apt repo the scenarios use (cached)
+lab-infra: ## docker engine, the debootstrap systemd image and the stand-in apt repo the scenarios use (cached)
 	bash tests/lab/setup.sh
 	bash tests/lab/build-apt-repo.sh
 
-molecule: venv link lab ## every scenario under molecule/ (one per role), full test sequence
+lab: venv link lab-infra ## a lab site (2 GPU-less nodes as a PD pair + a router) and site.yml run against it
+	$(BIN)/python tests/lab/lab.py up --name lab
+	$(BIN)/python tests/lab/lab.py converge --name lab
+
+lab-destroy: venv ## remove everything `make lab` made (keeps the shared caches)
+	$(BIN)/python tests/lab/lab.py destroy --name lab
+
+molecule: venv link lab-infra ## every scenario under molecule/ (one per role), full test sequence
 	@for s in $(SCENARIOS); do echo "== molecule test -s $$s"; \
 	  PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 $(BIN)/molecule test -s $$s || exit 1; done
+
+bench: venv link lab-infra ## converge cost of site.yml on lab nodes, N = 1, 4, 8 (writes bench/)
+	$(BIN)/python bench/bench.py --sizes $${BENCH_SIZES:-1,4,8} --profiles $${BENCH_PROFILES:-tuned,defaults}
 
 clean:
 	rm -rf .build rendered .pytest_cache

@@ -101,6 +101,59 @@ def role_variables(role: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def recipe_commands() -> str:
+    """Every cell with its badge, the published numbers when upstream has them, and the exact command
+    the engine renders for it (rank 0, head 10.0.0.1 for two-node cells)."""
+    from ansible_collections.metalserve.sglang.plugins.module_utils import bench_report, recipe_engine  # noqa: PLC0415
+    from ansible_collections.metalserve.sglang.plugins.module_utils.placement import command_text  # noqa: PLC0415
+
+    out = []
+    for model in load_catalog().models.values():
+        out.append(f"## {model.display_name}")
+        out.append("")
+        for cell in model.cells:
+            sel = {"model": model.id, "gpu": cell.gpu, "quant": cell.quant, "strategy": cell.strategy,
+                   "nodes": cell.nodes}
+            head = "10.0.0.1" if cell.nodes > 1 else None
+            argv = recipe_engine.serve_args(sel, 0, head)
+            rec = recipe_engine.recipe(sel)
+            badge = "verified" if cell.verified else "unverified"
+            out.append(f"### {cell.gpu} / {cell.quant} / {cell.strategy} / {cell.nodes} node{'s' if cell.nodes > 1 else ''}"
+                       f" ({badge})")
+            out.append("")
+            out.append(f"SGLang {rec['sglang_version']}, image `{rec['image']}`, {rec['gpus_per_node']} GPUs per node."
+                       + (" Every node runs the same command with its own `--node-rank`." if cell.nodes > 1 else ""))
+            pub = bench_report.published(model.id, {"gpu": cell.gpu, "quant": cell.quant, "strategy": cell.strategy,
+                                                    "nodes": cell.nodes})["entry"]
+            if pub:
+                speeds = "; ".join(f"c={s['concurrency']}: {s['tok_s_per_gpu']} tok/s/GPU, TPOT {s['tpot_ms']} ms"
+                                   for s in pub["speed"])
+                out.append(f"Published (ISL 8192 / OSL 1024): {speeds}.")
+            out.append("")
+            env = " ".join(f"{k}={v}" for k, v in rec["env"].items())
+            out.append("```sh")
+            out.append((env + " \\\n" if env else "") + command_text(["sglang", "serve"], argv))
+            out.append("```")
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def troubleshooting_table() -> str:
+    """The bad-input matrix (tests/bad_inputs.yml) as a table: each mistake and the message it produces."""
+    import yaml  # noqa: PLC0415
+
+    matrix = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text(encoding="utf-8"))
+    where = {"plan": "plan (site.yml's first plays, render.yml)", "argspec": "role argument specs (site.yml's first play)",
+             "preflight": "preflight (on the nodes' facts)", "parser": "SGLang's own parser (sglang_server, before the unit changes)"}
+    out = ["| Mistake | Caught by | The message (... stands for details) |", "| --- | --- | --- |"]
+    for layer, cases in matrix.items():
+        for case in cases:
+            text = re.sub(r"\\(.)", r"\1", " ".join(str(case["expect"]).split()).replace(".*", " ... "))
+            text = text.replace("|", "\\|")
+            out.append(f"| {case['id'].replace('-', ' ')} | {where[layer]} | `{text[:160]}` |")
+    return "\n".join(out) + "\n"
+
+
 BLOCKS: dict[str, Callable[[], str]] = {"recipe-matrix": recipe_matrix, "variables": variables}
 
 
@@ -114,7 +167,11 @@ def render(text: str, blocks: dict[str, Callable[[], str]] | None = None) -> str
 
 
 def documents() -> list[tuple[Path, dict[str, Callable[[], str]]]]:
-    docs: list[tuple[Path, dict[str, Callable[[], str]]]] = [(ROOT / "README.md", BLOCKS)]
+    docs: list[tuple[Path, dict[str, Callable[[], str]]]] = [
+        (ROOT / "README.md", BLOCKS),
+        (ROOT / "docs" / "recipes.md", {"recipe-commands": recipe_commands}),
+        (ROOT / "docs" / "troubleshooting.md", {"bad-inputs": troubleshooting_table}),
+    ]
     for role in sorted(p for p in (ROOT / "roles").iterdir() if (p / "meta" / "argument_specs.yml").exists()):
         docs.append((role / "README.md", {"role-variables": lambda role=role: role_variables(role)}))
     return docs

@@ -21,3 +21,21 @@ def test_every_variable_and_cell_is_in_the_readme() -> None:
         for name in section:
             assert f"| `{name}` |" in readme, name
     assert readme.count("(verified)") + readme.count("(**unverified**)") == 48
+
+
+def test_recipes_page_has_every_cell_and_its_exact_command() -> None:
+    from ansible_collections.metalserve.sglang.plugins.module_utils import recipe_engine
+    from ansible_collections.metalserve.sglang.plugins.module_utils.placement import command_text
+    page = (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")
+    assert page.count("\n### ") == 48
+    sel = {"gpu": "b300", "quant": "bf16", "strategy": "balanced", "nodes": 1}
+    assert command_text(["sglang", "serve"], recipe_engine.serve_args(sel)) in page
+
+
+def test_troubleshooting_lists_every_bad_input() -> None:
+    import yaml
+    page = (ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    matrix = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text(encoding="utf-8"))
+    for cases in matrix.values():
+        for case in cases:
+            assert f"| {case['id'].replace('-', ' ')} |" in page, case["id"]

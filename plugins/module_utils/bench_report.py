@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Our sglang.bench_serving results beside the cookbook's published numbers for the same cell.
+
+The published tokens_per_sec_per_gpu is total (input + output) throughput over the cell's GPUs:
+for H200 FP8 low-latency at concurrency 1, (8192 + 1024) tokens per request at 780 ms TTFT and
+3.71 ms TPOT give 9216 / 4.58 s / 8 GPUs = 251 tok/s/GPU, the published 252. So ours is
+bench_serving's total_throughput / GPUs. Pure except plot(), which needs matplotlib.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import DATA_DIR, read_yaml
+
+UPSTREAM_CONCURRENCY = {"low-latency": [1, 16], "balanced": [64, 256], "high-throughput": [1024]}
+
+
+def published(model: str, cell: dict[str, Any], data_dir: Path = DATA_DIR) -> dict[str, Any]:
+    """The model's benchmark file and the published entry of this cell (None when upstream has none)."""
+    path = data_dir / "models" / model / "benchmarks.yml"
+    doc = read_yaml(path) if path.exists() else {"cells": []}
+    key = (cell["gpu"], cell["quant"], cell["strategy"], int(cell["nodes"]))
+    entry = next((c for c in doc.get("cells", []) if (c["gpu"], c["quant"], c["strategy"], int(c["nodes"])) == key),
+                 None)
+    return {"doc": doc, "entry": entry}
+
+
+def workload(model: str, cell: dict[str, Any], concurrencies: list[int] | None = None) -> list[dict[str, int]]:
+    """(concurrency, prompts) to run: asked for, else the published ones, else the strategy's upstream ones."""
+    pub = published(model, cell)
+    chosen = list(concurrencies or [])
+    if not chosen and pub["entry"]:
+        chosen = [s["concurrency"] for s in pub["entry"]["speed"]]
+    if not chosen:
+        chosen = UPSTREAM_CONCURRENCY.get(cell["strategy"], [1])
+    per = {int(k): int(v) for k, v in (pub["doc"].get("prompts_per_concurrency") or {}).items()}
+    return [{"concurrency": int(c), "prompts": per.get(int(c), max(8, 2 * int(c)))} for c in chosen]
+
+
+def parse_results(text: str) -> list[dict[str, Any]]:
+    """bench_serving appends one JSON object per run to its --output-file."""
+    runs = [json.loads(line) for line in text.splitlines() if line.strip()]
+    for run in runs:
+        missing = [k for k in ("max_concurrency", "total_throughput", "median_tpot_ms", "mean_ttft_ms", "completed")
+                   if k not in run]
+        if missing:
+            raise ValueError(f"not a sglang.bench_serving result (missing {', '.join(missing)})")
+    return runs
+
+
+def compare(runs: list[dict[str, Any]], entry: dict[str, Any] | None, gpus: int) -> list[dict[str, Any]]:
+    theirs = {int(s["concurrency"]): s for s in (entry or {}).get("speed", [])}
+    rows = []
+    for run in sorted(runs, key=lambda r: int(r["max_concurrency"] or 0)):
+        c = int(run["max_concurrency"] or 0)
+        ours_tps = run["total_throughput"] / gpus
+        pub = theirs.get(c)
+        rows.append({
+            "concurrency": c, "completed": run["completed"],
+            "ours_tok_s_per_gpu": round(ours_tps, 1), "ours_tpot_ms": round(run["median_tpot_ms"], 2),
+            "ours_ttft_ms": round(run["mean_ttft_ms"], 1),
+            "published_tok_s_per_gpu": pub["tok_s_per_gpu"] if pub else None,
+            "published_tpot_ms": pub["tpot_ms"] if pub else None, "published_ttft_ms": pub["ttft_ms"] if pub else None,
+            "throughput_ratio": round(ours_tps / pub["tok_s_per_gpu"], 3) if pub else None,
+            "tpot_ratio": round(run["median_tpot_ms"] / pub["tpot_ms"], 3) if pub else None,
+        })
+    return rows
+
+
+def _cell_name(cell: dict[str, Any]) -> str:
+    return f"{cell['gpu']}/{cell['quant']}/{cell['strategy']}/{cell['nodes']} node{'s' if int(cell['nodes']) > 1 else ''}"
+
+
+def markdown(host: str, model: str, cell: dict[str, Any], gpus: int, rows: list[dict[str, Any]],
+             pub: dict[str, Any], sglang: str, note: str = "") -> str:
+    entry, doc = pub["entry"], pub["doc"]
+    lines = [f"# {model} {_cell_name(cell)} on {host}", "",
+             f"Ours: sglang.bench_serving from SGLang {sglang}, {gpus} GPU(s). "
+             + (f"Published: SGLang {entry.get('sglang') or 'unrecorded'} ({doc.get('source')})." if entry
+                else "Published: none for this cell upstream (pending there)."), ""]
+    if note:
+        lines += [note, ""]
+    lines += ["| concurrency | done | tok/s/GPU ours | published | ratio | TPOT ms ours | published | ratio "
+              "| TTFT ms ours | published |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        def cell_(v: Any) -> str:
+            return "-" if v is None else f"{v:g}"
+        lines.append(f"| {r['concurrency']} | {r['completed']} | {cell_(r['ours_tok_s_per_gpu'])} | "
+                     f"{cell_(r['published_tok_s_per_gpu'])} | {cell_(r['throughput_ratio'])} | {cell_(r['ours_tpot_ms'])} | "
+                     f"{cell_(r['published_tpot_ms'])} | {cell_(r['tpot_ratio'])} | {cell_(r['ours_ttft_ms'])} | "
+                     f"{cell_(r['published_ttft_ms'])} |")
+    acc = (doc.get("simulated_accept_length") or {}).get(cell["strategy"])
+    if entry and acc:
+        lines += ["", f"Upstream pinned the speculative accept length (SGLANG_SIMULATE_ACC_LEN={acc}); a real "
+                      "deployment's accept length differs, so its TPOT and throughput will too."]
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], title: str, path: Path) -> bool:
+    """Throughput per GPU and TPOT against concurrency, ours and published. False without matplotlib."""
+    try:
+        import matplotlib  # noqa: PLC0415
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        return False
+    xs = [r["concurrency"] for r in rows]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, key, label in ((ax1, "tok_s_per_gpu", "tokens/s per GPU (input+output)"), (ax2, "tpot_ms", "TPOT ms")):
+        ax.plot(xs, [r[f"ours_{key}"] for r in rows], "o-", label="ours")
+        pub = [(x, r[f"published_{key}"]) for x, r in zip(xs, rows) if r[f"published_{key}"] is not None]
+        if pub:
+            ax.plot([p[0] for p in pub], [p[1] for p in pub], "s--", label="cookbook")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("max concurrency")
+        ax.set_ylabel(label)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True

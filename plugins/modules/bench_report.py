@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Documentation for the metalserve.sglang.bench_report action plugin (it runs on the controller, where the
+collection's data/ is; the logic is in plugins/module_utils/bench_report.py)."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: bench_report
+version_added: 0.1.0
+author: metalserve.sglang contributors
+short_description: Compare sglang.bench_serving results with the cookbook's published numbers for the cell
+description:
+  - Reads the JSON lines that C(sglang.bench_serving --output-file) appends, matches the cell in
+    C(data/models/<model>/benchmarks.yml) and writes C(<out_dir>/<host>.md) (a table with ratios) and
+    C(<out_dir>/<host>.png) (tokens/s per GPU and TPOT against concurrency; only when matplotlib is installed).
+  - Published tokens/s per GPU is total (input plus output) throughput over the cell's GPUs, so ours is
+    bench_serving's C(total_throughput) divided by the GPUs of the instance.
+  - An action plugin - it runs on the controller and reads files there; in check mode it computes and writes nothing.
+options:
+  results:
+    description: Path of the bench_serving JSON-lines file.
+    type: path
+    required: true
+  host: {description: Host the numbers come from., type: str, required: true}
+  model: {description: Model id (its benchmarks.yml is read)., type: str, required: true}
+  cell:
+    description: The cell, with gpu, quant, strategy and nodes.
+    type: dict
+    required: true
+  gpus: {description: GPUs of the instance., type: int, required: true}
+  sglang: {description: SGLang release that ran., type: str, default: ""}
+  note: {description: A line added under the heading (e.g. that the endpoint was a test double)., type: str, default: ""}
+  out_dir: {description: Folder of the report., type: path, required: true}
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Report
+  metalserve.sglang.bench_report:
+    results: rendered/benchmark/node1.jsonl
+    host: node1
+    model: glm-5.3
+    cell: {gpu: h200, quant: fp8, strategy: balanced, nodes: 1}
+    gpus: 8
+    out_dir: rendered/benchmark
+"""
+
+RETURN = r"""
+rows:
+  description: Per concurrency, ours and published throughput per GPU, TPOT and TTFT, with ratios.
+  returned: always
+  type: list
+  elements: dict
+report:
+  description: Path of the Markdown report.
+  returned: always
+  type: str
+plot:
+  description: Path of the PNG, or empty when matplotlib is missing (or in check mode).
+  returned: always
+  type: str
+"""

@@ -1,0 +1,65 @@
+"""The benchmark report on a real sglang.bench_serving output file (SGLang 0.5.23, against the double)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.metalserve.sglang.plugins.module_utils import bench_report as br
+from helpers import FIXTURES
+
+REAL = (FIXTURES / "bench" / "bench_serving-0.5.23-double.jsonl").read_text()
+H200_LL = {"gpu": "h200", "quant": "fp8", "strategy": "low-latency", "nodes": 1}
+
+
+def test_real_output_parses_into_one_run_per_concurrency() -> None:
+    runs = br.parse_results(REAL)
+    assert [r["max_concurrency"] for r in runs] == [1, 4]
+    assert all(r["backend"] == "sglang" and r["random_input_len"] == 512 for r in runs)
+
+
+def test_not_a_bench_serving_file_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a sglang.bench_serving result"):
+        br.parse_results('{"hello": 1}\n')
+
+
+def test_published_numbers_and_workload_for_a_cell() -> None:
+    pub = br.published("glm-5.3", H200_LL)
+    assert [s["concurrency"] for s in pub["entry"]["speed"]] == [1, 16]
+    assert br.workload("glm-5.3", H200_LL) == [{"concurrency": 1, "prompts": 8}, {"concurrency": 16, "prompts": 64}]
+    ht = {**H200_LL, "strategy": "high-throughput"}
+    assert br.workload("glm-5.3", ht) == [{"concurrency": 1024, "prompts": 2048}]
+    pending = {"gpu": "mi300x", "quant": "fp8", "strategy": "balanced", "nodes": 1}
+    assert br.published("glm-5.3", pending)["entry"] is None
+    assert br.workload("glm-5.3", pending) == [{"concurrency": 64, "prompts": 128}, {"concurrency": 256, "prompts": 512}]
+    assert br.workload("glm-5.3", H200_LL, [4]) == [{"concurrency": 4, "prompts": 8}]
+
+
+def test_published_throughput_is_total_tokens_per_gpu() -> None:
+    """The reading the module docstring derives: 9216 tokens per request at the published TTFT/TPOT."""
+    speed = br.published("glm-5.3", H200_LL)["entry"]["speed"][0]
+    seconds = speed["ttft_ms"] / 1000 + 1024 * speed["tpot_ms"] / 1000
+    assert abs((8192 + 1024) / seconds / 8 - speed["tok_s_per_gpu"]) < 2
+
+
+def test_compare_uses_total_throughput_per_gpu_and_matches_concurrency() -> None:
+    runs = br.parse_results(REAL)
+    rows = br.compare(runs, br.published("glm-5.3", H200_LL)["entry"], gpus=8)
+    c1, c4 = rows
+    assert c1["ours_tok_s_per_gpu"] == round(runs[0]["total_throughput"] / 8, 1)
+    assert c1["published_tok_s_per_gpu"] == 252 and c1["throughput_ratio"] == round(runs[0]["total_throughput"] / 8 / 252, 3)
+    assert c1["tpot_ratio"] == round(runs[0]["median_tpot_ms"] / 3.71, 3)
+    assert c4["published_tok_s_per_gpu"] is None and c4["throughput_ratio"] is None  # upstream has no c=4
+
+
+def test_markdown_and_plot(tmp_path: Path) -> None:
+    runs = br.parse_results(REAL)
+    pub = br.published("glm-5.3", H200_LL)
+    rows = br.compare(runs, pub["entry"], gpus=8)
+    text = br.markdown("node1", "glm-5.3", H200_LL, 8, rows, pub, "0.5.23", "endpoint: a test double")
+    assert text.startswith("# glm-5.3 h200/fp8/low-latency/1 node on node1\n")
+    assert "Published: SGLang main @ 20a491d1d311" in text and "endpoint: a test double" in text
+    assert "| 1 | 4 |" in text and "| 252 |" in text and "SGLANG_SIMULATE_ACC_LEN=3.5" in text
+    png = tmp_path / "plot.png"
+    assert br.plot(rows, "t", png) is True
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
