@@ -39,9 +39,10 @@ def nvidia_check_branch(available: list[str], branch: Any, version: str, package
 
 
 def nvidia_reboot(installed: str, running: str, changed: bool, allow: bool, container: bool,
-                  control_node: bool) -> dict[str, Any]:
+                  control_node: bool, kernels: list[str] | None = None, running_kernel: str = "") -> dict[str, Any]:
     return nv.reboot(installed=installed or None, running=running or None, changed=bool(changed), allow=bool(allow),
-                     container=bool(container), control_node=bool(control_node))
+                     container=bool(container), control_node=bool(control_node), kernels=list(kernels or []),
+                     running_kernel=str(running_kernel or ""))
 
 
 class FilterModule:

@@ -103,10 +103,21 @@ def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else 0 for p in v.replace("-", ".").split("."))
 
 
+def newest_kernel(kernels: list[str]) -> str | None:
+    """The newest of the installed kernels (vmlinuz-<version> names or bare versions)."""
+    versions = [k.split("vmlinuz-", 1)[-1] for k in kernels if k]
+    return sorted(versions, key=_version_key)[-1] if versions else None
+
+
 def reboot(*, installed: str | None, running: str | None, changed: bool, allow: bool, container: bool,
-           control_node: bool) -> dict[str, Any]:
-    """Reboot only when the module changed and the running one differs (policy in reboot_policy)."""
-    needed = bool(changed and installed and running != installed)
-    why = f"the installed driver is {installed} and the running module is {running or 'not loaded'}" if needed else ""
-    return reboot_policy.decide(why=why, allow=allow, container=container, control_node=control_node,
+           control_node: bool, kernels: list[str] | None = None, running_kernel: str = "") -> dict[str, Any]:
+    """Reboot only when the module changed and the running one differs, or when the install pulled a newer
+    kernel than the one running (the new driver was built for it). Policy in reboot_policy."""
+    reasons = []
+    if changed and installed and running != installed:
+        reasons.append(f"the installed driver is {installed} and the running module is {running or 'not loaded'}")
+    newest = newest_kernel(kernels or [])
+    if changed and newest and running_kernel and newest != running_kernel:
+        reasons.append(f"the install pulled kernel {newest} while {running_kernel} runs (the driver was built for it)")
+    return reboot_policy.decide(why="; ".join(reasons), allow=allow, container=container, control_node=control_node,
                                 allow_var="nvidia_driver_allow_reboot")

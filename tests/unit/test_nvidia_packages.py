@@ -94,3 +94,17 @@ def test_reboot_policy(kw: dict, action: str) -> None:
     if action == "refuse" and not kw.get("control_node"):
         assert decision["msg"].startswith("a reboot is pending: the installed driver is 580.105.08")
         assert "nvidia_driver_allow_reboot: true" in decision["msg"]
+
+
+def test_a_newer_kernel_pulled_by_the_install_needs_a_reboot() -> None:
+    base = {"installed": "580.95.05", "running": "580.95.05", "changed": True, "allow": False, "container": False,
+            "control_node": False, "running_kernel": "6.8.0-45-generic"}
+    assert nv.newest_kernel(["vmlinuz-6.8.0-45-generic", "vmlinuz-6.8.0-51-generic", "vmlinuz-6.8.0-9-generic"]) \
+        == "6.8.0-51-generic"
+    pulled = nv.reboot(**base, kernels=["vmlinuz-6.8.0-45-generic", "vmlinuz-6.8.0-51-generic"])
+    assert pulled["action"] == "refuse"
+    assert "the install pulled kernel 6.8.0-51-generic while 6.8.0-45-generic runs" in pulled["msg"]
+    same = nv.reboot(**base, kernels=["vmlinuz-6.8.0-45-generic"])
+    assert same["action"] == "none"
+    unchanged = nv.reboot(**{**base, "changed": False}, kernels=["vmlinuz-6.8.0-51-generic"])
+    assert unchanged["action"] == "none"
