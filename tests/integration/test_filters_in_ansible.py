@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers import ROOT
 
@@ -55,7 +56,8 @@ def test_collection_builds(tmp_path: Path) -> None:
     proc = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(tmp_path), str(ROOT)],
                           capture_output=True, text=True, env=ENV, check=False, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    tarball = tmp_path / "metalserve-sglang-0.1.0.tar.gz"
+    version = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
+    tarball = tmp_path / f"metalserve-sglang-{version}.tar.gz"
     import tarfile
     names = tarfile.open(tarball).getnames()
     assert "data/models/glm-5.3/cells.yml" in names and "plugins/module_utils/recipe_engine.py" in names
