@@ -97,12 +97,14 @@ def ensure_venv(name: str, inv: Path, first: str) -> None:
     run_ansible(["ansible-playbook", "-i", str(inv), str(play)], quiet=True)
 
 
-def run_ansible(args: list[str], quiet: bool = False, extra_env: dict | None = None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-           "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"), "ANSIBLE_NOCOLOR": "1",
+def run_ansible(args: list[str], quiet: bool = False, extra_env: dict | None = None,
+                root: Path = ROOT) -> subprocess.CompletedProcess:
+    """ansible-playbook from `root` (this checkout, or another one such as bench.py's --compare worktree)."""
+    env = {**os.environ, "ANSIBLE_CONFIG": str(root / "ansible.cfg"),
+           "ANSIBLE_COLLECTIONS_PATH": str(root / ".build" / "collections"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_FORCE_COLOR": "0", **(extra_env or {})}
     binary = Path(sys.executable).parent / args[0]
-    proc = subprocess.run([str(binary)] + args[1:], cwd=ROOT, env=env, text=True, capture_output=True, check=False)
+    proc = subprocess.run([str(binary)] + args[1:], cwd=root, env=env, text=True, capture_output=True, check=False)
     if not quiet or proc.returncode:
         sys.stdout.write(proc.stdout[-6000:] if quiet else proc.stdout)
         sys.stderr.write(proc.stderr[-3000:])
@@ -145,9 +147,12 @@ def converge(name: str, check: bool, extra: list[str]) -> subprocess.CompletedPr
     return run_ansible(args + extra)
 
 
-def destroy(name: str) -> None:
+def destroy(name: str, roots: tuple[Path, ...] = (ROOT,)) -> None:
     for host in containers(name):
         sh(["docker", "rm", "-f", "-v", host], check=False)
+    for root in roots:  # facts cached (ansible.cfg's jsonfile cache) for hosts of this name belong to old containers
+        for cached in (root / ".cache" / "facts").glob(f"metalserve-{name}-*"):
+            cached.unlink()
     nets = sh(["docker", "network", "ls", "--filter", f"label={LABEL}={name}", "--format", "{{.Name}}"]).stdout.split()
     for net in nets:
         sh(["docker", "network", "rm", net], check=False)
