@@ -4,19 +4,26 @@
 For each N in --sizes: build a lab of N GPU-less servers plus one router (tests/lab/lab.py, plain shape),
 then run site.yml (hardware-bound stages off) three times: the first converge, a second (no-op) converge,
 and a --check run. Each run records wall time, changed tasks (from the recap) and the 10 slowest tasks
-(ansible.posix.profile_tasks). --profiles adds runs with Ansible's defaults instead of our ansible.cfg
-(forks 5, no pipelining, implicit gathering, no fact cache), for before/after figures.
+(ansible.posix.profile_tasks). --profiles picks what is measured, for before/after figures:
+  tuned         this checkout with its ansible.cfg;
+  nopipelining  the same with pipelining off (what pipelining alone is worth);
+  defaults      this checkout with Ansible's defaults (forks 5, no pipelining, implicit gathering, no fact cache);
+  mitogen       this checkout with mitogen's linear strategy (pip install mitogen; its docker connection);
+  ref:<rev>     the collection as of git revision <rev> with that revision's ansible.cfg (a git worktree under
+                .cache/bench-worktrees): the role-level optimizations since <rev>, measured in the same run.
 
 Absolute times on shared machines are noisy; the report states ratios measured within one run:
 no-op(N) / no-op(1) and no-op / first converge.
 Writes <out>/results.json, <out>/README.md (tables) and <out>/bench.png (time against N).
-Usage: bench.py [--sizes 1,4,8] [--profiles tuned,defaults] [--out bench]
+A profile can be limited to some sizes: defaults@1+8.
+Usage: bench.py [--sizes 1,4,8] [--profiles tuned,mitogen,ref:9c4144d,defaults@1] [--out bench]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,6 +36,7 @@ import lab  # noqa: E402
 
 DEFAULTS = {"ANSIBLE_FORKS": "5", "ANSIBLE_PIPELINING": "False", "ANSIBLE_GATHERING": "implicit",
             "ANSIBLE_CACHE_PLUGIN": "memory"}
+PROFILE_ENV = {"tuned": {}, "nopipelining": {"ANSIBLE_PIPELINING": "False"}, "defaults": DEFAULTS}
 RUNS = ("first", "noop", "check")
 
 
@@ -47,15 +55,53 @@ def parse_profile(out: str, limit: int = 10) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: -r["seconds"])[:limit]
 
 
-def one_run(name: str, kind: str, env: dict[str, str]) -> dict[str, Any]:
+def profile_root(profile: str) -> Path:
+    """The checkout a profile runs: this one, or a worktree of ref:<rev> (made once, kept under .cache)."""
+    if not profile.startswith("ref:"):
+        return ROOT
+    rev = profile[4:]
+    tree = ROOT / ".cache" / "bench-worktrees" / re.sub(r"[^A-Za-z0-9_.-]", "_", rev)
+    if not (tree / "galaxy.yml").exists():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--force", "--detach", str(tree), rev], check=True,
+                       capture_output=True)
+    link = tree / ".build" / "collections" / "ansible_collections" / "metalserve" / "sglang"
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.is_symlink():
+        link.symlink_to(tree)
+    return tree
+
+
+def mitogen_env() -> dict[str, str]:
+    try:
+        import ansible_mitogen  # noqa: PLC0415
+    except ImportError as exc:
+        raise SystemExit("the mitogen profile needs mitogen in this venv (pip install mitogen)") from exc
+    return {"ANSIBLE_STRATEGY_PLUGINS": str(Path(ansible_mitogen.__file__).parent / "plugins" / "strategy"),
+            "ANSIBLE_STRATEGY": "mitogen_linear"}
+
+
+def profile_env(profile: str) -> dict[str, str]:
+    if profile.startswith("ref:"):
+        return {}
+    if profile == "mitogen":
+        return mitogen_env()
+    if profile not in PROFILE_ENV:
+        raise SystemExit(f"unknown profile {profile!r}: use {', '.join(PROFILE_ENV)}, mitogen or ref:<git revision>")
+    return PROFILE_ENV[profile]
+
+
+def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT) -> dict[str, Any]:
     extra_env = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "40",
                  **env}
     inv = lab.lab_dir(name) / "hosts.yml"
     args = ["ansible-playbook", "-i", str(inv), "playbooks/site.yml", "--skip-tags", lab.SKIP]
+    if env.get("ANSIBLE_STRATEGY", "").startswith("mitogen"):
+        # mitogen swaps in its own transport for the short connection names only (docker, ssh, ...)
+        args += ["-e", "ansible_connection=docker"]
     if kind == "check":
         args.append("--check")
     t0 = time.monotonic()
-    proc = lab.run_ansible(args, quiet=True, extra_env=extra_env)
+    proc = lab.run_ansible(args, quiet=True, extra_env=extra_env, root=root)
     wall = time.monotonic() - t0
     recap = parse_recap(proc.stdout)
     return {"run": kind, "wall_s": round(wall, 1), "rc": proc.returncode,
@@ -64,23 +110,30 @@ def one_run(name: str, kind: str, env: dict[str, str]) -> dict[str, Any]:
             "slowest": parse_profile(proc.stdout)}
 
 
-def measure(sizes: list[int], profiles: list[str]) -> dict[str, Any]:
-    results: dict[str, Any] = {"sizes": sizes, "profiles": profiles, "runs": []}
-    for profile in profiles:
-        env = DEFAULTS if profile == "defaults" else {}
-        for n in sizes:
-            name = f"bench{n}{'d' if profile == 'defaults' else ''}"
-            lab.destroy(name)
+def split_profile(spec: str, sizes: list[int]) -> tuple[str, list[int]]:
+    """'defaults@1+8' -> ('defaults', [1, 8]): a profile measured at some of the sizes only."""
+    name, _, only = spec.partition("@")
+    return name, [int(n) for n in only.split("+")] if only else sizes
+
+
+def measure(sizes: list[int], specs: list[str]) -> dict[str, Any]:
+    profiles = [split_profile(spec, sizes) for spec in specs]
+    results: dict[str, Any] = {"sizes": sizes, "profiles": [name for name, _ in profiles], "runs": []}
+    for index, (profile, profile_sizes) in enumerate(profiles):
+        env, root = profile_env(profile), profile_root(profile)
+        for n in profile_sizes:
+            name = f"bench{n}p{index}"
+            lab.destroy(name, roots=(root,))
             lab.up(name, n, "plain")
             try:
                 for kind in RUNS:
-                    run = one_run(name, kind, env)
+                    run = one_run(name, kind, env, root)
                     run.update(profile=profile, nodes=n)
                     print(f"[bench] {profile} N={n} {kind}: {run['wall_s']} s, changed={run['changed']}, "
                           f"failed={run['failed']}", flush=True)
                     results["runs"].append(run)
             finally:
-                lab.destroy(name)
+                lab.destroy(name, roots=(root,))
     return results
 
 
@@ -96,13 +149,38 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def describe(profile: str) -> str:
+    if profile.startswith("ref:"):
+        return f"the collection as of {profile[4:]}, with its ansible.cfg"
+    return {"tuned": "this checkout, its ansible.cfg", "nopipelining": "this checkout, ANSIBLE_PIPELINING=False",
+            "mitogen": "this checkout, its ansible.cfg, mitogen_linear strategy and mitogen's docker transport",
+            "defaults": "this checkout, Ansible defaults: " + ", ".join(f"{k}={v}" for k, v in DEFAULTS.items())}[profile]
+
+
+def compare(results: dict[str, Any]) -> list[str]:
+    """No-op and first-converge time of every profile against 'tuned' at each N, from this one run."""
+    walls = {(r["profile"], r["nodes"], r["run"]): r["wall_s"] for r in results["runs"]}
+    others = [p for p in results["profiles"] if p != "tuned"]
+    if "tuned" not in results["profiles"] or not others:
+        return []
+    lines = ["## Before / after (same run): the other profiles' time divided by tuned's", "",
+             "| profile | N | first / tuned first | no-op / tuned no-op | check / tuned check |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    for profile in others:
+        for n in results["sizes"]:
+            cells = [round(walls[(profile, n, k)] / walls[("tuned", n, k)], 2)
+                     if (profile, n, k) in walls and ("tuned", n, k) in walls else "" for k in RUNS]
+            lines.append(f"| {profile} | {n} | " + " | ".join(str(c) for c in cells) + " |")
+    return lines + [""]
+
+
 def markdown(results: dict[str, Any]) -> str:
     rat = ratios(results)
     lines = ["# site.yml converge cost on lab nodes", "",
              "N GPU-less servers plus one router (systemd containers on one machine), hardware-bound stages off.",
              "Times are wall seconds from one `make bench` run; compare the ratios, not the absolute numbers.", ""]
     for profile in results["profiles"]:
-        lines += [f"## {profile} ({'our ansible.cfg' if profile == 'tuned' else 'Ansible defaults: ' + ', '.join(f'{k}={v}' for k, v in DEFAULTS.items())})",
+        lines += [f"## {profile} ({describe(profile)})",
                   "", "| N | first s | no-op s | check s | no-op / no-op(N=1) | no-op / first | changed first | changed no-op | changed check |",
                   "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         runs = {(r["nodes"], r["run"]): r for r in results["runs"] if r["profile"] == profile}
@@ -120,6 +198,7 @@ def markdown(results: dict[str, Any]) -> str:
             lines += [f"Slowest tasks of the no-op run at N={top['nodes']}:", ""]
             lines += [f"- {t['seconds']:.2f} s {t['task']}" for t in top["slowest"]]
             lines.append("")
+    lines += compare(results)
     return "\n".join(lines)
 
 

@@ -1,0 +1,68 @@
+"""bench/bench.py's pure parts: the recap and profile_tasks parsers, the ratios and the same-run comparison."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+import bench  # noqa: E402
+
+OUTPUT = """\
+PLAY RECAP *********************************************************************
+metalserve-bench1-node1    : ok=35   changed=2    unreachable=0    failed=0    skipped=26   rescued=0    ignored=0
+metalserve-bench1-router   : ok=19   changed=1    unreachable=0    failed=1    skipped=9    rescued=0    ignored=0
+
+TASKS RECAP ********************************************************************
+===============================================================================
+metalserve.sglang.sglang_server : Write the unit ------------------------ 1.36s
+metalserve.sglang.sglang_install : Read the uv version of the tools venv --- 1.14s
+Group by sglang_role ---------------------------------------------------- 2.65s
+"""
+
+
+def runs(profile: str, walls: dict[int, tuple[float, float, float]]) -> list[dict]:
+    return [{"profile": profile, "nodes": n, "run": kind, "wall_s": w, "changed": 0, "slowest": []}
+            for n, triple in walls.items() for kind, w in zip(bench.RUNS, triple)]
+
+
+def test_recap_counts_every_host() -> None:
+    recap = bench.parse_recap(OUTPUT)
+    assert recap["metalserve-bench1-node1"]["changed"] == 2 and recap["metalserve-bench1-router"]["failed"] == 1
+    assert recap["metalserve-bench1-node1"]["skipped"] == 26
+
+
+def test_profile_is_sorted_slowest_first_and_limited() -> None:
+    rows = bench.parse_profile(OUTPUT, limit=2)
+    assert [r["seconds"] for r in rows] == [2.65, 1.36]
+    assert rows[1]["task"] == "metalserve.sglang.sglang_server : Write the unit"
+
+
+def test_ratios_are_against_the_smallest_size_of_the_same_profile() -> None:
+    results = {"sizes": [1, 8], "profiles": ["tuned"], "runs": runs("tuned", {1: (40.0, 10.0, 9.0), 8: (90.0, 15.0, 14.0)})}
+    rat = bench.ratios(results)["tuned"]
+    assert rat[1]["noop_vs_noop1"] == 1.0 and rat[8]["noop_vs_noop1"] == 1.5
+    assert rat[1]["noop_vs_first"] == 0.25 and rat[8]["check_vs_first"] == round(14 / 90, 2)
+
+
+def test_compare_divides_by_tuned_in_the_same_run() -> None:
+    results = {"sizes": [1], "profiles": ["tuned", "ref:abc"],
+               "runs": runs("tuned", {1: (40.0, 10.0, 8.0)}) + runs("ref:abc", {1: (50.0, 25.0, 20.0)})}
+    table = bench.compare(results)
+    assert "| ref:abc | 1 | 1.25 | 2.5 | 2.5 |" in table
+
+
+def test_compare_needs_tuned_and_another_profile() -> None:
+    assert bench.compare({"sizes": [1], "profiles": ["tuned"], "runs": runs("tuned", {1: (1.0, 1.0, 1.0)})}) == []
+
+
+def test_unknown_profile_names_the_known_ones() -> None:
+    with pytest.raises(SystemExit, match="tuned, nopipelining, defaults, mitogen or ref:<git revision>"):
+        bench.profile_env("fast")
+
+
+def test_a_profile_can_be_limited_to_some_sizes() -> None:
+    assert bench.split_profile("defaults@1+8", [1, 4, 8]) == ("defaults", [1, 8])
+    assert bench.split_profile("ref:9c4144d", [1, 4]) == ("ref:9c4144d", [1, 4])
