@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -53,6 +55,18 @@ def parse_profile(out: str, limit: int = 10) -> list[dict[str, Any]]:
     rows = [{"task": name.strip(), "seconds": float(sec)}
             for name, sec in re.findall(r"^(.+?) -{2,} (\d+\.\d+)s$", tail, re.M)]
     return sorted(rows, key=lambda r: -r["seconds"])[:limit]
+
+
+def machine_busy_s() -> float:
+    """CPU seconds spent busy by all cores since boot (/proc/stat: everything but idle and iowait)."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def controller_cpu_s() -> float:
+    """CPU seconds of finished child processes: ansible-playbook with its forks and docker exec clients."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def profile_root(profile: str) -> Path:
@@ -100,11 +114,14 @@ def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT) -> dic
         args += ["-e", "ansible_connection=docker"]
     if kind == "check":
         args.append("--check")
-    t0 = time.monotonic()
+    busy0, ctl0, t0 = machine_busy_s(), controller_cpu_s(), time.monotonic()
     proc = lab.run_ansible(args, quiet=True, extra_env=extra_env, root=root)
     wall = time.monotonic() - t0
+    busy, ctl = machine_busy_s() - busy0, controller_cpu_s() - ctl0
     recap = parse_recap(proc.stdout)
     return {"run": kind, "wall_s": round(wall, 1), "rc": proc.returncode,
+            # CPU seconds: the whole machine (controller + every lab node share its cores) and the controller alone
+            "busy_cpu_s": round(busy, 1), "controller_cpu_s": round(ctl, 1), "cores": os.cpu_count(),
             "changed": sum(h.get("changed", 0) for h in recap.values()),
             "failed": sum(h.get("failed", 0) for h in recap.values()), "hosts": len(recap),
             "slowest": parse_profile(proc.stdout)}
@@ -149,6 +166,13 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def busy_cores(run: dict[str, Any]) -> str:
+    """Average cores kept busy during a run: busy CPU seconds over wall seconds (at the core count: saturated)."""
+    if not run.get("busy_cpu_s") or not run.get("wall_s"):
+        return ""
+    return f"{run['busy_cpu_s'] / run['wall_s']:.2f}"
+
+
 def describe(profile: str) -> str:
     if profile.startswith("ref:"):
         return f"the collection as of {profile[4:]}, with its ansible.cfg"
@@ -170,6 +194,8 @@ def compare(results: dict[str, Any]) -> list[str]:
         for n in results["sizes"]:
             cells = [round(walls[(profile, n, k)] / walls[("tuned", n, k)], 2)
                      if (profile, n, k) in walls and ("tuned", n, k) in walls else "" for k in RUNS]
+            if not any(cells):
+                continue
             lines.append(f"| {profile} | {n} | " + " | ".join(str(c) for c in cells) + " |")
     return lines + [""]
 
@@ -178,11 +204,14 @@ def markdown(results: dict[str, Any]) -> str:
     rat = ratios(results)
     lines = ["# site.yml converge cost on lab nodes", "",
              "N GPU-less servers plus one router (systemd containers on one machine), hardware-bound stages off.",
-             "Times are wall seconds from one `make bench` run; compare the ratios, not the absolute numbers.", ""]
+             "Times are wall seconds from one `make bench` run; compare the ratios, not the absolute numbers.",
+             "'cores busy' is the machine's busy CPU time over wall time (controller and lab nodes share the cores);",
+             "'controller CPU s' is what ansible-playbook and its children used.", ""]
     for profile in results["profiles"]:
         lines += [f"## {profile} ({describe(profile)})",
-                  "", "| N | first s | no-op s | check s | no-op / no-op(N=1) | no-op / first | changed first | changed no-op | changed check |",
-                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "", "| N | first s | no-op s | check s | no-op / no-op(N=1) | no-op / first | changed first | changed no-op "
+                  "| changed check | no-op cores busy | no-op controller CPU s |",
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         runs = {(r["nodes"], r["run"]): r for r in results["runs"] if r["profile"] == profile}
         for n in results["sizes"]:
             if (n, "noop") not in runs:
@@ -190,7 +219,8 @@ def markdown(results: dict[str, Any]) -> str:
             f, o, c = runs[(n, "first")], runs[(n, "noop")], runs[(n, "check")]
             r = rat[profile][n]
             lines.append(f"| {n} | {f['wall_s']} | {o['wall_s']} | {c['wall_s']} | {r['noop_vs_noop1']} | "
-                         f"{r['noop_vs_first']} | {f['changed']} | {o['changed']} | {c['changed']} |")
+                         f"{r['noop_vs_first']} | {f['changed']} | {o['changed']} | {c['changed']} | "
+                         f"{busy_cores(o)} of {o.get('cores', '?')} | {o.get('controller_cpu_s', '')} |")
         lines.append("")
         top = next((r for r in results["runs"] if r["profile"] == profile and r["run"] == "noop"
                     and r["nodes"] == max(results["sizes"])), None)
@@ -209,16 +239,19 @@ def plot(results: dict[str, Any], path: Path) -> bool:
         import matplotlib.pyplot as plt  # noqa: PLC0415
     except ImportError:
         return False
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for profile in results["profiles"]:
-        for kind, style in zip(RUNS, ("o-", "s-", "^-")):
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, profile in enumerate(results["profiles"]):  # one colour per profile, one line style per run
+        for kind, style in zip(RUNS, ("o-", "s--", "^:")):
             pts = sorted((r["nodes"], r["wall_s"]) for r in results["runs"]
                          if r["profile"] == profile and r["run"] == kind)
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"{profile} {kind}")
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=colours[i % len(colours)],
+                    label=f"{profile} {kind}")
     ax.set_xlabel("servers (N)")
     ax.set_ylabel("wall seconds")
     ax.set_title("site.yml on lab nodes")
-    ax.legend()
+    ax.set_xticks(results["sizes"])
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -230,9 +263,12 @@ def main() -> int:
     ap.add_argument("--sizes", default="1,4,8")
     ap.add_argument("--profiles", default="tuned")
     ap.add_argument("--out", default=str(ROOT / "bench"))
+    ap.add_argument("--report", metavar="RESULTS_JSON", help="write the tables and plot again from a results.json; measure nothing")
     args = ap.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    results = measure(sizes, args.profiles.split(","))
+    if args.report:
+        results = json.loads(Path(args.report).read_text())
+    else:
+        results = measure([int(s) for s in args.sizes.split(",")], args.profiles.split(","))
     results["ratios"] = ratios(results)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

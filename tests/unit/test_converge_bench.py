@@ -66,3 +66,15 @@ def test_unknown_profile_names_the_known_ones() -> None:
 def test_a_profile_can_be_limited_to_some_sizes() -> None:
     assert bench.split_profile("defaults@1+8", [1, 4, 8]) == ("defaults", [1, 8])
     assert bench.split_profile("ref:9c4144d", [1, 4]) == ("ref:9c4144d", [1, 4])
+
+
+def test_busy_cores_is_cpu_over_wall() -> None:
+    assert bench.busy_cores({"busy_cpu_s": 30.0, "wall_s": 20.0}) == "1.50"
+    assert bench.busy_cores({"wall_s": 20.0}) == ""
+
+
+def test_machine_and_controller_cpu_counters_move_forward() -> None:
+    busy, ctl = bench.machine_busy_s(), bench.controller_cpu_s()
+    import subprocess
+    subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)
+    assert bench.machine_busy_s() > busy and bench.controller_cpu_s() > ctl
