@@ -6,21 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.metalserve.sglang.plugins.module_utils import nvidia_packages as nv
-from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
-
-
-def _wrap(func: Callable[..., Any]) -> Callable[..., Any]:
-    def filter_func(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*(to_plain(a) for a in args), **{k: to_plain(v) for k, v in kwargs.items()})
-        except RecipeError as exc:
-            raise AnsibleFilterError(str(exc)) from exc
-    filter_func.__name__ = func.__name__
-    return filter_func
+from ansible_collections.metalserve.sglang.plugins.module_utils.filter_wrap import wrap as _wrap
 
 
 def nvidia_repository(distribution: str, version: str, arch: str, base_url: str = "") -> dict[str, Any]:
