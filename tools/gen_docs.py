@@ -18,7 +18,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / ".build" / "collections"))
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import (  # noqa: E402
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (  # noqa: E402
     Cell,
     load_catalog,
 )
@@ -104,8 +104,9 @@ def role_variables(role: Path) -> str:
 def recipe_commands() -> str:
     """Every cell with its badge, the published numbers when upstream has them, and the exact command
     the engine renders for it (rank 0, head 10.0.0.1 for two-node cells)."""
-    from ansible_collections.metalserve.sglang.plugins.module_utils import bench_report, recipe_engine  # noqa: PLC0415
-    from ansible_collections.metalserve.sglang.plugins.module_utils.placement import command_text  # noqa: PLC0415
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as bench_report
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine  # noqa: PLC0415
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import command_text  # noqa: PLC0415
 
     out = []
     for model in load_catalog().models.values():

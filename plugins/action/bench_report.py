@@ -10,8 +10,8 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import bench_report as br
-from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as br
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
 
 REQUIRED = ("results", "host", "model", "cell", "gpus", "out_dir")
 

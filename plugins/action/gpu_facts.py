@@ -12,8 +12,8 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 
 
 class ActionModule(ActionBase):

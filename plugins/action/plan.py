@@ -13,9 +13,9 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import placement
-from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 READ_ALSO = ("ansible_host",)
 

@@ -12,14 +12,14 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.module_utils.preflight_checks import (
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks.preflight import (
     Limits,
     check_host,
     report_text,
 )
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 
 def _get(view: Any, key: str) -> Any:

@@ -16,8 +16,8 @@ from typing import Any
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.module_utils.render_files import TEMPLATE_DIR, render_all
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import TEMPLATE_DIR, render_all
 
 
 def _write(path: Path, content: str, mode: int) -> None:

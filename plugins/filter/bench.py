@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter of playbooks/benchmark.yml over plugins/module_utils/bench_report.py (logic and tests there)."""
+"""Filter of playbooks/benchmark.yml over plugins/plugin_utils/checks/bench.py (logic and tests there)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import bench_report
-from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as bench_report
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
 
 
 def bench_workload(recipe: dict[str, Any], concurrencies: list[int] | None = None) -> list[dict[str, int]]:

@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters for the nvidia_driver role over plugins/module_utils/nvidia_packages.py (logic and unit tests there)."""
+"""Filters for the nvidia_driver role over plugins/plugin_utils/drivers/nvidia.py (logic and unit tests there)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import nvidia_packages as nv
-from ansible_collections.metalserve.sglang.plugins.module_utils.filter_wrap import wrap as _wrap
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap as _wrap
 
 
 def nvidia_repository(distribution: str, version: str, arch: str, base_url: str = "") -> dict[str, Any]:

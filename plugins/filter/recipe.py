@@ -3,17 +3,17 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the GLM-5.3 recipe engine: recipe, serve_args, router_args.
 
-Thin by design: they call plugins/module_utils/recipe_engine.py and turn its RecipeError into
+Thin by design: they call plugins/plugin_utils/recipe/engine.py and turn its RecipeError into
 AnsibleFilterError with the engine's message unchanged. Docs live in the .yml sidecars.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import recipe_engine
-from ansible_collections.metalserve.sglang.plugins.module_utils.filter_wrap import wrap as _wrap
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap as _wrap
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 
 def recipe(selection: dict[str, Any]) -> dict[str, Any]:

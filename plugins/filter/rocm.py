@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters for the rocm_driver role over plugins/module_utils/rocm_packages.py (logic and tests there)."""
+"""Filters for the rocm_driver role over plugins/plugin_utils/drivers/rocm.py (logic and tests there)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import rocm_packages as rp
-from ansible_collections.metalserve.sglang.plugins.module_utils.filter_wrap import wrap as _wrap
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import rocm as rp
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap as _wrap
 
 
 def rocm_release(platform: dict[str, Any], distribution: str, version: str, requested: str = "") -> str:

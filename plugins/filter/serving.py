@@ -3,16 +3,18 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that turn a host's plan into its systemd unit, environment file and docker command.
 
-Thin: plugins/module_utils/serving_units.py holds the logic (and render.yml uses the same functions).
+Thin: plugins/plugin_utils/site/units.py holds the logic (and render.yml uses the same functions).
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import firewall, serving_units
-from ansible_collections.metalserve.sglang.plugins.module_utils.filter_wrap import wrap as _wrap
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import units as serving_units
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap as _wrap
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 
 def server_unit(plan: dict[str, Any], runtime: dict[str, Any], settings: dict[str, Any]) -> str:

@@ -1,14 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of playbooks/verify.yml over plugins/module_utils/verify_checks.py (logic and tests there)."""
+"""Filters of playbooks/verify.yml over plugins/plugin_utils/checks/verify.py (logic and tests there)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import verify_checks
-from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import verify as verify_checks
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 
 
 def verify_target(plan: dict[str, Any]) -> dict[str, Any] | None:

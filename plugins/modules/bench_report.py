@@ -2,7 +2,7 @@
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Documentation for the metalserve.sglang.bench_report action plugin (it runs on the controller, where the
-collection's data/ is; the logic is in plugins/module_utils/bench_report.py)."""
+collection's data/ is; the logic is in plugins/plugin_utils/checks/bench.py)."""
 from __future__ import annotations
 
 DOCUMENTATION = r"""

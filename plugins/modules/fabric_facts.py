@@ -70,7 +70,6 @@ import struct
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import fabric_probe
-
 SIOCGIFADDR = 0x8915
 
 

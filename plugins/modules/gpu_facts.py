@@ -69,7 +69,6 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
-
 SECURE_BOOT_VAR = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 
 

@@ -99,8 +99,6 @@ import urllib.request
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import weights_manifest
-
-
 def hub_manifest(hub):
     endpoint = (hub.get("endpoint") or "https://huggingface.co").rstrip("/")
     repo, revision = hub["repo"], urllib.parse.quote(hub.get("revision") or "main", safe="")

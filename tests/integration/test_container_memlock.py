@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.serving_units import docker_forms
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.units import docker_forms
 
 IMAGE = "metalserve-lab/debian-systemd:12"
 pytestmark = pytest.mark.skipif(shutil.which("docker") is None or subprocess.run(

@@ -33,7 +33,7 @@ def test_build_install_and_render_by_fqcn(tmp_path: Path) -> None:
     with tarfile.open(tarball) as tar:
         names = tar.getnames()
     for wanted in ("MANIFEST.json", "playbooks/site.yml", "playbooks/render.yml", "data/gpus.yml",
-                   "data/models/glm-5.3/cells.yml", "plugins/module_utils/recipe_engine.py",
+                   "data/models/glm-5.3/cells.yml", "plugins/plugin_utils/recipe/engine.py",
                    "roles/sglang_server/meta/argument_specs.yml", "meta/runtime.yml"):
         assert wanted in names or f"./{wanted}" in names, wanted
     assert not [n for n in names if n.split("/")[0] in (".venv", ".git", ".build", "rendered", ".cache", ".whl")]

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import recipe_engine
-from ansible_collections.metalserve.sglang.plugins.module_utils.placement import host_plan
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
 from helpers import ROOT, selection_of, upstream, upstream_nodes, upstream_tokens
 
 pytestmark = pytest.mark.slow

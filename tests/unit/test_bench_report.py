@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import bench_report as br
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as br
 from helpers import FIXTURES
 
 REAL = (FIXTURES / "bench" / "bench_serving-0.5.23-double.jsonl").read_text()

@@ -24,8 +24,8 @@ def test_every_variable_and_cell_is_in_the_readme() -> None:
 
 
 def test_recipes_page_has_every_cell_and_its_exact_command() -> None:
-    from ansible_collections.metalserve.sglang.plugins.module_utils import recipe_engine
-    from ansible_collections.metalserve.sglang.plugins.module_utils.placement import command_text
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import command_text
     page = (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")
     assert page.count("\n### ") == 48
     sel = {"gpu": "b300", "quant": "bf16", "strategy": "balanced", "nodes": 1}

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.filter_wrap import wrap
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 
 def refuse(value: str, *, variable: str = "sglang_gpu") -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import recipe_engine
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
 from helpers import selection_of, upstream, upstream_nodes, upstream_tokens
 
 DOC = upstream()

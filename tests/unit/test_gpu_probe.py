@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from helpers import FIXTURES, REAL_X2, SYNTH_X8, capture_fields, capture_rows
 
 PLATFORMS = load_catalog().gpus

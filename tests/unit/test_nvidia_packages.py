@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import nvidia_packages as nv
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 GPUS = load_catalog().gpus
 BASE = "https://developer.download.nvidia.com/compute/cuda/repos"

@@ -5,8 +5,8 @@ import copy
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.placement import host_plan
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 PAIR = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
         "sglang_instance_group": "pair", "sglang_dist_interface": "ens1f0"}

@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe, placement
-from ansible_collections.metalserve.sglang.plugins.module_utils import preflight_checks as pc
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
+from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from helpers import FIXTURES, REAL_X2, SYNTH_X8, raw_from_capture
 
 CATALOG = load_catalog()

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import rocm_packages as rp
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import rocm as rp
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 GPUS = load_catalog().gpus
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_engine import recipe
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.module_utils.selection import normalize
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.engine import recipe
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import normalize
 
 SCHEMA = load_catalog().variables["recipe"]
 

@@ -5,10 +5,10 @@ import configparser
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import serving_units as su
-from ansible_collections.metalserve.sglang.plugins.module_utils.placement import host_plan
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.module_utils.render_files import unit_settings
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import units as su
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import unit_settings
 
 SETTINGS = unit_settings("sglang_server")
 FAMILIES = {
@@ -160,7 +160,7 @@ def test_docker_servers_get_the_token_as_a_mounted_file_not_in_their_environment
     argv = su.docker_run(plan, runtime("docker", hf_token_file="/etc/sglang/glm-5.3.hf_token"))
     assert "/etc/sglang/glm-5.3.hf_token:/run/secrets/hf_token:ro" in argv
     assert not [a for a in argv if "hf_x" in a]
-    from ansible_collections.metalserve.sglang.plugins.module_utils.render_files import assumed_runtime
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import assumed_runtime
     assert assumed_runtime(plan)["hf_token_file"] == "/etc/sglang/glm-5.3.hf_token"
     uv = host_plan("n", {"n": {**FAMILIES["h200-fp8"], "sglang_hf_token": "hf_x", "sglang_install_method": "uv"}},
                    {"all": ["n"]})

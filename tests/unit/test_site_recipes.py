@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_engine import recipe, serve_args
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.engine import recipe, serve_args
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 TINY = {
     "id": "tiny-moe",

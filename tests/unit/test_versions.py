@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import flag_table, load_catalog
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_engine import recipe, serve_args
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.module_utils.sglang_version import (
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import flag_table, load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.engine import recipe, serve_args
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import (
     at_least,
     parse_version,
     version_from_image,

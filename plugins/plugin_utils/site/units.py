@@ -13,8 +13,8 @@ import functools
 import re
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import DATA_DIR, read_yaml
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SAFE_TOKEN = re.compile(r"^[A-Za-z0-9_@%+=:,./\-\[\]]+$")

@@ -16,18 +16,22 @@ import ipaddress
 from collections import defaultdict
 from typing import Any, Callable
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import argv, input_checks, knobs
-from ansible_collections.metalserve.sglang.plugins.module_utils.knobs import Build
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import (
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import input_checks
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import knobs
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.knobs import Build
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (
     Catalog,
     Cell,
     Model,
     flag_table,
     load_catalog,
 )
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.module_utils.selection import normalize
-from ansible_collections.metalserve.sglang.plugins.module_utils.sglang_version import (
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import normalize
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import (
     at_least,
     parse_version,
     version_from_image,

@@ -13,10 +13,10 @@ from typing import Any
 import jinja2
 import yaml
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import serving_units
-from ansible_collections.metalserve.sglang.plugins.module_utils.placement import command_text
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import units as serving_units
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import command_text
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEMPLATE_DIR = ROOT / "playbooks" / "templates" / "render"
 FILES_BY_ROLE = {
     "server": ("serve.args", "serve.env", "serve.sh"),

@@ -11,10 +11,10 @@ import dataclasses
 import difflib
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import argv
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import Catalog, Cell, Model
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.module_utils.sglang_version import at_least
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell, Model
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
 
 PARALLEL_FLAGS = ("--tp-size", "--pp-size", "--quantization", "--dp-size", "--enable-dp-attention",
                   "--moe-a2a-backend", "--ep-size")

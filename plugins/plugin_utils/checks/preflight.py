@@ -12,7 +12,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import Catalog, Cell
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell
 
 MIB_TO_GB = 1.048576e-3  # 1 MiB in decimal GB, the unit of checkpoint sizes
 

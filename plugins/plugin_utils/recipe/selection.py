@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 PREFIX = "sglang_"
 TRUE_WORDS = {"true", "yes", "on", "1"}

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import DATA_DIR, read_yaml
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
 
 UPSTREAM_CONCURRENCY = {"low-latency": [1, 16], "balanced": [64, 256], "high-throughput": [1024]}
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+DATA_DIR = Path(__file__).resolve().parents[3] / "data"
 CELL_KEYS = ("gpu", "quant", "strategy", "nodes")
 
 

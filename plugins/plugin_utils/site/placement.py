@@ -14,10 +14,12 @@ import re
 import shlex
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import fabric_env, recipe_engine
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import load_catalog
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.module_utils.selection import coerce
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import fabric_env
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import coerce
 
 HostVars = dict[str, Any]
 #: Role defaults of this collection that share the sglang_ prefix; not typos of inventory variables.

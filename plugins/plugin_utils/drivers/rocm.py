@@ -7,9 +7,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.module_utils import reboot_policy
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_data import DATA_DIR, read_yaml
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import reboot as reboot_policy
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 
 @functools.lru_cache(maxsize=None)

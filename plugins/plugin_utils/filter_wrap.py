@@ -9,8 +9,8 @@ from typing import Any, Callable
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 
 def wrap(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:\.post(\d+))?$")
 _TAG_VERSION = re.compile(r"(?:^|[:@/-])v?(\d+\.\d+\.\d+(?:\.post\d+)?)(?=$|[-_])")

@@ -10,8 +10,8 @@ import ipaddress
 import re
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.module_utils.recipe_errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.module_utils.sglang_version import at_least
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
 
 # HF_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY, DB_PASSWORD...; not SGLANG_..._TOKENS_PER_RANK
 SECRET_NAME = re.compile(r"(^|_)(TOKEN|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)$|SECRET|PASSW(OR)?D", re.I)
