@@ -73,7 +73,8 @@ def variables() -> str:
     catalog = load_catalog()
     out = []
     for section, title in (("recipe", "What each host serves (read by the recipe engine)"),
-                           ("placement", "Where it runs (instances, routers, secrets)")):
+                           ("placement", "Where it runs (instances, routers, secrets)"),
+                           ("playbooks", "Playbook settings")):
         out += [f"**{title}**", "", "| Variable | Type | Default | Description |", "| --- | --- | --- | --- |"]
         for name, spec in catalog.variables[section].items():
             desc = " ".join(str(spec["description"]).split())

@@ -1,11 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Action plugin metalserve.sglang.plan: the serving plan of every host, computed on the controller.
+"""Action plugin metalserve.sglang.plan: the plan of every host of the site, made once on the controller.
 
-Reads the sglang_* variables of the inventory, calls the placement/recipe engine once per host and
-returns {plans: {host: plan}}. Problems on all hosts are collected into one failure message.
-It never connects to a host and changes nothing, so it is check-mode safe.
+Reads the sglang_* variables of the whole inventory (and the facts the plan uses, where gathered or
+cached), calls placement.plan_site() and returns {plans: {host: plan}, errors: {host: [problem]}}.
+Problems of the hosts in this run (and of the hosts they depend on) fail the task with one message for
+all of them; problems of hosts outside the run (--limit) are warnings. It never connects to a host and
+changes nothing, so it is check-mode safe.
 """
 from __future__ import annotations
 
@@ -13,11 +15,11 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 
-READ_ALSO = ("ansible_host",)
+READ_ALSO = ("ansible_host", "ansible_python_interpreter")
+FACTS = ("metalserve_fabric", "metalserve_gpu", "default_ipv4")
 
 
 def _vars_of(hostvars: Any, host: str) -> dict[str, Any]:
@@ -26,12 +28,22 @@ def _vars_of(hostvars: Any, host: str) -> dict[str, Any]:
     out = {str(k): to_plain(view[k]) for k in names}
     if "ansible_facts" in view:
         facts = view["ansible_facts"]
-        wanted = ["metalserve_fabric", "default_ipv4"]
+        wanted = list(FACTS)
         if out.get("sglang_dist_interface"):
             wanted.append(str(out["sglang_dist_interface"]).replace("-", "_").replace(".", "_"))
         picked = {k: to_plain(facts[k]) for k in wanted if k in facts}
         if picked:
             out["ansible_facts"] = picked
+    return out
+
+
+def _depends_on(plans: dict[str, Any], hosts: list[str]) -> set[str]:
+    """The hosts of this run and those their plans read: instance members, a router's workers."""
+    out = set(hosts)
+    for host in hosts:
+        plan = plans.get(host) or {}
+        out.update(plan.get("members") or [])
+        out.update(plan.get("worker_hosts") or [])
     return out
 
 
@@ -44,23 +56,29 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         args = self._task.args
-        wanted = args.get("hosts") or task_vars.get("ansible_play_hosts_all") or [task_vars["inventory_hostname"]]
         groups = {str(g): [str(h) for h in members] for g, members in task_vars["groups"].items()}
+        inventory = sorted(groups.get("all", []))
+        if not inventory:
+            result.update(failed=True, changed=False, plans={}, errors={},
+                          msg="the inventory has no hosts: check the -i path, and that Ansible could parse it "
+                              "(ansible-inventory -i <path> --graph)")
+            return result
+        wanted = [str(h) for h in (args.get("hosts") or task_vars.get("ansible_play_hosts_all") or inventory)]
         hostvars_view = task_vars["hostvars"]
-        hostvars = {h: _vars_of(hostvars_view, h) for h in groups.get("all", wanted)}
-        plans: dict[str, Any] = {}
-        errors: dict[str, str] = {}
-        for host in wanted:
-            try:
-                plans[host] = placement.host_plan(str(host), hostvars, groups)
-            except RecipeError as exc:
-                errors[str(host)] = str(exc)
-        warnings = [f"{h}: {w}" for h, p in plans.items() for w in p.get("warnings", [])]
+        hostvars = {h: _vars_of(hostvars_view, h) for h in inventory}
+        site = placement.plan_site(hostvars, groups)
+        plans, errors = site["plans"], site["errors"]
+        involved = _depends_on(plans, wanted)
+        here = {h: m for h, m in errors.items() if h in involved}
+        elsewhere = {h: m for h, m in errors.items() if h not in involved}
+        warnings = [f"{h}: {w}" for h, p in sorted(plans.items()) if h in involved for w in p.get("warnings", [])]
+        warnings += [f"{h} (not in this run): {m}" for h, ms in sorted(elsewhere.items()) for m in ms]
         if warnings:
             result["warnings"] = warnings
         result.update(changed=False, plans=plans, errors=errors)
-        if errors:
+        if here:
             result["failed"] = bool(args.get("fail_on_error", True))
-            result["msg"] = (f"{len(errors)} of {len(wanted)} host(s) cannot be planned:\n"
-                             + "\n".join(f"  - {h}: {m}" for h, m in sorted(errors.items())))
+            result["msg"] = placement.failure_text(here, len(involved))
+        else:
+            result["msg"] = f"planned {len(plans)} host(s)"
         return result

@@ -3,12 +3,14 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin metalserve.sglang.render_plan: write rendered/ on the controller in one step.
 
-Files are rewritten only when their content or mode differs (changed reports which), atomically;
+Files are rewritten only when their content or mode differs (changed reports which), atomically; the
+folders of hosts that left the inventory are removed (only folders that hold nothing but our files);
 check mode writes nothing and reports what would change; --diff shows the changes.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import TEMPLATE_DIR, render_all
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import TEMPLATE_DIR, render_all, stale_dirs
 
 
 def _write(path: Path, content: str, mode: int) -> None:
@@ -57,7 +59,13 @@ class ActionModule(ActionBase):
                               "before": old or "", "after": content})
             if not self._task.check_mode:
                 _write(path, content, int(mode, 8))
-        result.update(changed=bool(changed), files=sorted(files), changed_files=changed, dest=str(dest))
+        removed = [p.name for p in stale_dirs(dest, {rel.split("/", 1)[0] for rel in files if "/" in rel})]
+        for name in removed:
+            changed.append(f"{name}/ (host left the inventory: removed)")
+            if not self._task.check_mode:
+                shutil.rmtree(dest / name)
+        result.update(changed=bool(changed), files=sorted(files), changed_files=changed, removed=removed,
+                      dest=str(dest))
         if diffs:
             result["diff"] = diffs
         return result

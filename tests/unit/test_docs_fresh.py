@@ -17,7 +17,9 @@ def test_every_variable_and_cell_is_in_the_readme() -> None:
     import yaml
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     variables = yaml.safe_load((ROOT / "data" / "variables.yml").read_text(encoding="utf-8"))
-    for section in variables.values():
+    for key, section in variables.items():
+        if key == "retired":  # names no longer read; the plan refuses them with their replacement
+            continue
         for name in section:
             assert f"| `{name}` |" in readme, name
     assert readme.count("(verified)") + readme.count("(**unverified**)") == 48

@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan, plan_site
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 PAIR = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
@@ -65,8 +65,20 @@ def test_mixed_gpu_models_in_one_instance() -> None:
 def test_members_must_agree_on_what_shapes_the_command() -> None:
     hostvars, groups = site()
     hostvars["n2"]["sglang_extra_args"] = {"--dist-timeout": 60}
-    with pytest.raises(RecipeError, match=r"sglang_extra_args: members disagree"):
+    with pytest.raises(RecipeError, match=r"the members of pair \(n1, n2\) would run different programs; only "
+                                          r"--node-rank may differ. Differences: --dist-timeout \(n1: \(absent\), "
+                                          r"n2: 60\)"):
         host_plan("n1", hostvars, groups)
+
+
+def test_members_must_agree_on_the_environment_and_install() -> None:
+    """Anything that shapes the distributed program counts, not a fixed list of variables."""
+    hostvars, groups = site()
+    hostvars["n2"]["sglang_env"] = {"NCCL_DEBUG": "INFO"}
+    hostvars["n2"]["sglang_install_method"] = "uv"
+    message = plan_site(hostvars, groups)["errors"]["n1"][0]
+    assert "environment NCCL_DEBUG (n1: None, n2: 'INFO')" in message
+    assert "install (n1: {'method': 'docker'" in message and "n2: {'method': 'uv'" in message
 
 
 def test_instance_group_errors() -> None:
@@ -139,12 +151,25 @@ def test_secrets_stay_out_of_the_plan() -> None:
     assert "hf_SECRET_value" not in repr(plan)
 
 
-def test_typos_in_variable_names_are_reported() -> None:
+def test_unknown_sglang_variables_are_refused() -> None:
+    """The collection owns the sglang_ prefix: a near miss names the variable meant, others where to look."""
     hostvars, groups = site()
     hostvars["p1"]["sglang_stratgy"] = "balanced"
-    hostvars["p1"]["sglang_server_health_timeout"] = 600  # a role default, not a typo
-    typos = [w for w in host_plan("p1", hostvars, groups)["warnings"] if "not a variable" in w]
-    assert typos == ["sglang_stratgy is not a variable of this collection; did you mean sglang_strategy?"]
+    hostvars["p1"]["sglang_server_health_timeout"] = 600  # a role setting, not a typo
+    hostvars["p1"]["sglang_install_info"] = {"method": "uv"}  # our own fact, set by sglang_install
+    hostvars["p1"]["sglang_favourite_colour"] = "blue"
+    errors = plan_site(hostvars, groups)["errors"]["p1"]
+    assert errors == [
+        "sglang_favourite_colour: not a variable of this collection (it owns the sglang_ prefix); variables of this collection "
+        "are listed in data/variables.yml and the roles' READMEs",
+        "sglang_stratgy: not a variable of this collection (it owns the sglang_ prefix); did you mean sglang_strategy?"]
+
+
+def test_a_retired_variable_says_what_replaced_it() -> None:
+    hostvars, groups = site()
+    hostvars["p1"]["sglang_install_version"] = "0.5.17"
+    assert plan_site(hostvars, groups)["errors"]["p1"][0].startswith(
+        "sglang_install_version: retired; the uv venv now holds the release the plan renders the command for")
 
 
 def test_hosts_with_role_none_are_left_out() -> None:

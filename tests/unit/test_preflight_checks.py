@@ -23,6 +23,7 @@ IB_UP = {"device_count": 4, "active_ports": ["mlx5_0:1", "mlx5_1:1"], "memlock":
 NO_IB = {"device_count": 0, "active_ports": [], "memlock": {"soft": -1}, "resolved": {}}
 DISK = [{"mount": "/", "size_available": 137_420_980_224}, {"mount": "/nvme", "size_available": 3_500_000_000_000}]
 TINY = [{"id": "tiny-moe", "checkpoints": {"bf16": {"id": "example-org/Tiny-MoE", "size_gb": 30}},
+         "images": {"h200": {"ref": "registry.local/sglang:v0.5.23-cu129"}},
          "cells": [{"gpu": "h200", "quant": "bf16", "strategy": "balanced", "nodes": 1, "verified": True,
                     "flags": {"--tp-size": 2}}]}]
 

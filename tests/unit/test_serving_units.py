@@ -1,30 +1,25 @@
-"""Unit files, environment files and docker commands for every recipe family and install method."""
+"""Unit files, environment files and docker commands for every recipe family and install method.
+
+The plan holds them (plan.files); these tests read them back and check what systemd and docker would see.
+"""
 from __future__ import annotations
 
 import configparser
+from typing import Any
 
 import pytest
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import units as su
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import unit_settings
 
-SETTINGS = unit_settings("sglang_server")
 FAMILIES = {
     "h200-fp8": {"sglang_gpu": "h200", "sglang_quant": "fp8"},
     "b300-nvfp4": {"sglang_gpu": "b300", "sglang_quant": "nvfp4", "sglang_strategy": "low-latency"},
     "gb300-fp8": {"sglang_gpu": "gb300", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"},
     "mi355x-fp8": {"sglang_gpu": "mi355x", "sglang_quant": "fp8"},
 }
-
-
-def runtime(method: str, **extra: object) -> dict:
-    base = {"method": method, "sglang": "/opt/sglang/venvs/0.5.23/bin/sglang", "python": "/opt/sglang/venvs/0.5.23/bin/python",
-            "image": "registry.local/lmsysorg/sglang@sha256:" + "a" * 64, "image_id": "sha256:" + "b" * 64,
-            "env_file": "/etc/sglang/glm-5.3.env", "secrets_config": "", "hf_cache": "/var/lib/sglang/hf-cache",
-            "rdma": False}
-    return {**base, **extra}
+FABRIC = {"ansible_facts": {"metalserve_fabric": {"uverbs_present": True, "devices": []}}}
 
 
 def parse(unit: str) -> configparser.ConfigParser:
@@ -38,11 +33,15 @@ def exec_argv(unit: str) -> list[str]:
     return parse(unit)["Service"]["ExecStart"].split()
 
 
+def one(host_vars: dict[str, Any]) -> dict[str, Any]:
+    return host_plan("n", {"n": host_vars}, {"all": ["n"]})
+
+
 @pytest.mark.parametrize("method", ["uv", "docker"])
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_unit_for_every_family_and_method(family: str, method: str) -> None:
-    plan = host_plan("n", {"n": {**FAMILIES[family], "sglang_model_path": "/nvme/glm"}}, {})
-    unit = su.server_unit(plan, runtime(method), SETTINGS)
+    plan = one({**FAMILIES[family], "sglang_model_path": "/nvme/glm", "sglang_install_method": method})
+    unit = plan["files"]["unit"]["content"]
     service = parse(unit)["Service"]
     argv = exec_argv(unit)
     assert argv[-len(plan["argv"]):] == plan["argv"]  # the plan's argv, untouched, ends ExecStart
@@ -50,45 +49,70 @@ def test_unit_for_every_family_and_method(family: str, method: str) -> None:
     assert service["TimeoutStartSec"] == "1800" and service["EnvironmentFile"] == "/etc/sglang/glm-5.3.env"
     assert "$MAINPID" in service["ExecStartPost"] and "/health" in service["ExecStartPost"]
     amd = family.startswith("mi")
+    release = plan["recipe"]["sglang_version"]
     if method == "uv":
-        assert argv[:2] == ["/opt/sglang/venvs/0.5.23/bin/sglang", "serve"]
+        # the unit runs the venv of the very release the command was rendered for, which sglang_install builds
+        assert argv[:2] == [f"/opt/sglang/venvs/{release}/bin/sglang", "serve"]
+        assert plan["install"]["venv"] == f"/opt/sglang/venvs/{release}"
+        assert service["ExecStartPost"].startswith(f"/opt/sglang/venvs/{release}/bin/python ")
         assert service["User"] == "sglang" and service["NoNewPrivileges"] == "yes"
         assert ("SupplementaryGroups" in service) is amd
     else:
         assert argv[:6] == ["/usr/bin/docker", "run", "--rm", "--name", "sglang-glm-5.3", "--env-file"]
         assert ("--gpus" in argv) is (not amd) and ("--device=/dev/kfd" in argv) is amd
         assert argv[argv.index("-p") + 1] == "30000:30000" and "--network=host" not in argv
-        assert "/nvme/glm:/nvme/glm:ro" in argv
+        assert "/nvme/glm:/nvme/glm:ro" in argv and plan["install"]["image"] in argv
         assert "User" not in service and service["ExecStop"].endswith("sglang-glm-5.3")
-        assert "metalserve.image-id=sha256:" + "b" * 64 in argv
+        assert service["ExecStartPost"].startswith("/usr/bin/python3 ")
+
+
+def test_the_registry_mirror_is_in_the_unit_and_the_install_alike() -> None:
+    """One owner: the image a node pulls is the image its unit runs, and both are what render.yml shows."""
+    plan = one({**FAMILIES["h200-fp8"], "sglang_install_registry_mirror": "registry.site:5000"})
+    assert plan["install"]["image"] == "registry.site:5000/lmsysorg/sglang:latest"
+    assert "registry.site:5000/lmsysorg/sglang:latest" in exec_argv(plan["files"]["unit"]["content"])
+    with pytest.raises(RecipeError, match="sglang_install_registry_mirror: 'https://registry.site' is not a registry"):
+        one({**FAMILIES["h200-fp8"], "sglang_install_registry_mirror": "https://registry.site"})
+
+
+def test_a_release_other_than_the_pin_gets_its_own_venv_in_the_unit() -> None:
+    plan = one({**FAMILIES["h200-fp8"], "sglang_install_method": "uv", "sglang_version": "0.5.13.post1"})
+    assert plan["install"]["venv"] == "/opt/sglang/venvs/0.5.13.post1"
+    assert exec_argv(plan["files"]["unit"]["content"])[0] == "/opt/sglang/venvs/0.5.13.post1/bin/sglang"
 
 
 def test_docker_pd_and_multinode_use_the_host_network_and_the_hcas() -> None:
-    pd = host_plan("p", {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"}},
+    pd = host_plan("p", {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"}, **FABRIC},
                          "r": {"sglang_role": "router", "sglang_router_workers_group": "g"},
                          "d": {"sglang_gpu": "h200", "sglang_pd": {"role": "decode"}}}, {"g": ["p", "d"]})
-    argv = su.docker_run(pd, runtime("docker", rdma=True))
+    argv = su.docker_run(pd)
     assert "--network=host" in argv and "-p" not in argv
     assert argv[argv.index("--device") + 1] == "/dev/infiniband" and "IPC_LOCK" in argv
     assert "-v" in argv and "/var/lib/sglang/hf-cache:/root/.cache/huggingface" in argv  # a hub id: the cache
-    amd = host_plan("a", {"a": {"sglang_gpu": "mi355x", "sglang_nodes": 1, "sglang_pd": {"role": "decode"}},
+    no_hca = host_plan("p", {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"},
+                                   "ansible_facts": {"metalserve_fabric": {"uverbs_present": False, "devices": []}}},
+                             "r": {"sglang_role": "router", "sglang_router_workers_group": "g"},
+                             "d": {"sglang_gpu": "h200", "sglang_pd": {"role": "decode"}}}, {"g": ["p", "d"]})
+    assert "/dev/infiniband" not in su.docker_run(no_hca)  # docker refuses a --device that does not exist
+    amd = host_plan("a", {"a": {"sglang_gpu": "mi355x", "sglang_nodes": 1, "sglang_pd": {"role": "decode"}, **FABRIC},
                           "r": {"sglang_role": "router", "sglang_router_workers_group": "g"},
                           "p": {"sglang_gpu": "mi355x", "sglang_pd": {"role": "prefill"}}}, {"g": ["a", "p"]})
-    assert "stack=67108864" in su.docker_run(amd, runtime("docker", rdma=True))
+    assert "stack=67108864" in su.docker_run(amd)
 
 
 def test_only_the_head_waits_for_health() -> None:
-    pair = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_nodes": 2, "sglang_instance_group": "g"}
+    pair = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_nodes": 2, "sglang_instance_group": "g",
+            "sglang_install_method": "uv", "sglang_server_firewall": False}
     hostvars, groups = {"a": pair, "b": pair}, {"g": ["a", "b"]}
-    assert "ExecStartPost" in su.server_unit(host_plan("a", hostvars, groups), runtime("uv"), SETTINGS)
-    assert "ExecStartPost" not in su.server_unit(host_plan("b", hostvars, groups), runtime("uv"), SETTINGS)
+    assert "ExecStartPost" in host_plan("a", hostvars, groups)["files"]["unit"]["content"]
+    assert "ExecStartPost" not in host_plan("b", hostvars, groups)["files"]["unit"]["content"]
 
 
 def test_api_key_goes_through_a_config_file_path() -> None:
-    plan = host_plan("n", {"n": {"sglang_gpu": "h200", "sglang_api_key": "sk-never-in-a-unit"}}, {})
-    unit = su.server_unit(plan, runtime("uv", secrets_config="/etc/sglang/glm-5.3.secrets.yaml"), SETTINGS)
+    plan = one({"sglang_gpu": "h200", "sglang_api_key": "sk-never-in-a-unit", "sglang_install_method": "uv"})
+    unit = plan["files"]["unit"]["content"]
     assert exec_argv(unit)[-2:] == ["--config", "/etc/sglang/glm-5.3.secrets.yaml"]
-    assert "sk-never-in-a-unit" not in unit and plan["api_key"] is True
+    assert "sk-never-in-a-unit" not in repr(plan) and plan["api_key"] is True
 
 
 def test_systemd_quoting() -> None:
@@ -98,27 +122,34 @@ def test_systemd_quoting() -> None:
     assert su.systemd_quote("$HOME") == '"$$HOME"'
 
 
-def test_env_file() -> None:
-    text = su.env_file({"NCCL_IB_GID_INDEX": "3", "A": "x y"}, "hdr")
-    assert text == "# hdr\nA=x y\nNCCL_IB_GID_INDEX=3\n"
+def test_env_file_with_and_without_the_secret() -> None:
+    plan = one({"sglang_gpu": "h200", "sglang_install_method": "uv", "sglang_hf_token": "hf_real",
+                "sglang_env": {"NCCL_DEBUG": "WARN", "A": "x y"}})
+    preview = plan["files"]["env"]["content"]
+    assert preview.splitlines()[1:] == ["A=x y", "NCCL_DEBUG=WARN", "HF_TOKEN=<secret: sglang_hf_token>"]
+    assert plan["files"]["env"]["mode"] == "0600" and "hf_real" not in preview
+    filled = su.env_file(plan, {"HF_TOKEN": "hf_real"})
+    assert filled == preview.replace("<secret: sglang_hf_token>", "hf_real")  # they differ only in the secret
     with pytest.raises(RecipeError, match="'1BAD' is not an environment variable name"):
-        su.env_file({"1BAD": "x"}, "hdr")
+        su.check_env({"1BAD": "x"})
     with pytest.raises(RecipeError, match="values cannot hold newlines"):
-        su.env_file({"A": "x\ny"}, "hdr")
+        su.check_env({"A": "x\ny"})
 
 
 def test_router_units() -> None:
     hostvars = {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"}, "ansible_host": "10.0.0.1"},
                 "d": {"sglang_gpu": "h200", "sglang_pd": {"role": "decode"}, "ansible_host": "10.0.0.2"},
-                "r": {"sglang_role": "router", "sglang_router_workers_group": "g"}}
+                "r": {"sglang_role": "router", "sglang_router_workers_group": "g", "sglang_install_method": "uv"}}
     plan = host_plan("r", hostvars, {"g": ["p", "d"]})
-    uv = su.router_unit(plan, {"method": "uv", "python": "/opt/sglang/current/bin/python"}, unit_settings("sglang_router"))
-    argv = exec_argv(uv)
-    assert argv[:3] == ["/opt/sglang/current/bin/python", "-m", "sglang_router.launch_router"]
+    argv = exec_argv(plan["files"]["unit"]["content"])
+    assert argv[:3] == ["/opt/sglang/venvs/0.5.23/bin/python", "-m", "sglang_router.launch_router"]
     assert argv[3:] == plan["argv"] and "http://10.0.0.2:30100" in argv
-    docker = su.router_unit(plan, {"method": "docker", "image": "lmsysorg/sglang:latest"}, unit_settings("sglang_router"))
-    assert exec_argv(docker)[:8] == ["/usr/bin/docker", "run", "--rm", "--name", "sglang-router", "--network=host",
-                                     "lmsysorg/sglang:latest", "python3"]
+    hostvars["r"].update(sglang_install_method="docker", sglang_install_registry_mirror="mirror.site/")
+    docker = host_plan("r", hostvars, {"g": ["p", "d"]})
+    assert docker["install"]["image"] == "mirror.site/lmsysorg/sglang:latest"
+    assert exec_argv(docker["files"]["unit"]["content"])[:8] == [
+        "/usr/bin/docker", "run", "--rm", "--name", "sglang-router", "--network=host",
+        "mirror.site/lmsysorg/sglang:latest", "python3"]
 
 
 def _majors(proc_devices: str) -> dict[int, set[str]]:
@@ -155,13 +186,10 @@ def test_amd_units_allow_kfd_and_dri_only() -> None:
 
 def test_docker_servers_get_the_token_as_a_mounted_file_not_in_their_environment() -> None:
     """`docker inspect` shows a container's environment (Config.Env) to anyone with the socket."""
-    plan = host_plan("n", {"n": {**FAMILIES["h200-fp8"], "sglang_hf_token": "hf_x", "sglang_install_method": "docker"}},
-                     {"all": ["n"]})
-    argv = su.docker_run(plan, runtime("docker", hf_token_file="/etc/sglang/glm-5.3.hf_token"))
+    plan = one({**FAMILIES["h200-fp8"], "sglang_hf_token": "hf_x", "sglang_install_method": "docker"})
+    argv = su.docker_run(plan)
     assert "/etc/sglang/glm-5.3.hf_token:/run/secrets/hf_token:ro" in argv
     assert not [a for a in argv if "hf_x" in a]
-    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import assumed_runtime
-    assert assumed_runtime(plan)["hf_token_file"] == "/etc/sglang/glm-5.3.hf_token"
-    uv = host_plan("n", {"n": {**FAMILIES["h200-fp8"], "sglang_hf_token": "hf_x", "sglang_install_method": "uv"}},
-                   {"all": ["n"]})
-    assert assumed_runtime(uv)["hf_token_file"] == ""
+    assert "HF_TOKEN_PATH=/run/secrets/hf_token" in plan["files"]["env"]["content"]
+    uv = one({**FAMILIES["h200-fp8"], "sglang_hf_token": "hf_x", "sglang_install_method": "uv"})
+    assert not [a for a in su.server_argv(uv) if "hf_token" in a]

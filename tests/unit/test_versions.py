@@ -37,15 +37,34 @@ def test_version_from_image(ref: str, version: str | None) -> None:
 
 @pytest.mark.parametrize("release,spelling", [
     ("0.5.13.post1", "--cuda-graph-max-bs"),
-    ("0.5.14", "--cuda-graph-max-bs-decode"),
-    ("0.5.19", "--cuda-graph-max-bs-decode"),
     ("0.5.23", "--cuda-graph-max-bs-decode"),
 ])
 def test_cuda_graph_flag_follows_the_release(release: str, spelling: str) -> None:
-    args = serve_args({**B300_NVFP4_LL, "sglang_version": release})
+    args = serve_args({**B300_NVFP4_LL, "sglang_version": release, "install_method": "uv"})
     assert args[args.index(spelling) + 1] == "16"
     other = {"--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"} - {spelling}
     assert not other & set(args)
+
+
+@pytest.mark.parametrize("release,spelling", [
+    ("0.5.13.post1", "--cuda-graph-max-bs"), ("0.5.14", "--cuda-graph-max-bs-decode"),
+    ("0.5.19", "--cuda-graph-max-bs-decode"), ("0.5.23", "--cuda-graph-max-bs-decode")])
+def test_renames_follow_the_release_without_a_table(release: str, spelling: str) -> None:
+    """The rename rule alone, at releases we ship no flag table for (the engine refuses to render those)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.engine import spell_for_release
+    for given in ("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"):
+        out = spell_for_release([argv.Arg(given, "16", "test")], release, load_catalog().versions["renames"])
+        assert [a.name for a in out] == [spelling]
+
+
+def test_a_release_without_a_flag_table_is_refused() -> None:
+    with pytest.raises(RecipeError, match=r"sglang_version: SGLang 0\.5\.21 \(sglang_version\) has no flag table"):
+        serve_args({**B300_NVFP4_LL, "sglang_version": "0.5.21", "install_method": "uv"})
+
+
+def test_a_v_prefix_is_the_same_release() -> None:
+    assert recipe({**B300_NVFP4_LL, "sglang_version": "v0.5.23", "install_method": "uv"})["sglang_version"] == "0.5.23"
 
 
 def test_new_spelling_from_a_user_is_translated_back_for_old_releases() -> None:
@@ -58,11 +77,14 @@ def test_default_release_follows_the_install_method_and_image() -> None:
     amd = {"gpu": "mi355x", "quant": "fp8", "strategy": "balanced"}
     assert recipe(amd)["sglang_version"] == "0.5.13.post1"
     assert recipe({**amd, "install_method": "uv"})["sglang_version"] == "0.5.23"
-    assert recipe({**amd, "image": "lmsysorg/sglang-rocm:v0.5.20-rocm720"})["sglang_version"] == "0.5.20"
+    with pytest.raises(RecipeError, match=r"SGLang 0\.5\.20 \(named by sglang_image .*\) has no flag table"):
+        recipe({**amd, "image": "lmsysorg/sglang-rocm:v0.5.20-rocm720"})
+    with pytest.raises(RecipeError, match="sglang_version: 0.5.23 contradicts the cookbook image for mi355x"):
+        recipe({**amd, "sglang_version": "0.5.23"})
     digest = recipe({**amd, "image": "lmsysorg/sglang-rocm@sha256:" + "b" * 64})
     assert digest["sglang_version"] == "0.5.23"
     assert any("does not name its SGLang release" in w for w in digest["warnings"])
-    assert recipe({**amd, "sglang_version": "0.5.22"})["args"].count("--cuda-graph-max-bs-decode") == 1
+    assert recipe({**amd, "install_method": "uv"})["args"].count("--cuda-graph-max-bs-decode") == 1
 
 
 def test_flag_tables_agree_with_the_feature_list() -> None:

@@ -33,6 +33,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors im
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import normalize
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import (
     at_least,
+    canonical_version,
     parse_version,
     version_from_image,
 )
@@ -149,8 +150,14 @@ def resolve_release(catalog: Catalog, model: Model, sel: dict[str, Any]) -> tupl
         known = entry.get("sglang_version")
     warnings: list[str] = []
     if sel["sglang_version"]:
-        parse_version(sel["sglang_version"])
-        return sel["sglang_version"], image, warnings
+        wanted = canonical_version(sel["sglang_version"])
+        named = version_from_image(image) if image and sel["install_method"] == "docker" else None
+        if named and canonical_version(named) != wanted:
+            source = "sglang_image" if sel["image"] else f"the cookbook image for {sel['gpu']}"
+            raise RecipeError(f"sglang_version: {sel['sglang_version']} contradicts {source} {image}, which holds "
+                              f"SGLang {named}; the command must be rendered for the release that runs it. Drop "
+                              f"sglang_version (the image's {named} is used), or set an sglang_image of {wanted}")
+        return wanted, image, warnings
     if sel["install_method"] == "uv":
         return pinned, image, warnings
     if known:
@@ -189,15 +196,20 @@ def resolve_ports(catalog: Catalog, sel: dict[str, Any]) -> tuple[int, int]:
 
 # --- translation for the target release ------------------------------------------------------------
 
-def translate(b: Build) -> Build:
-    """Rename flags for the target release, refuse features it lacks, check names against its table."""
-    versions = b.catalog.versions
-    args = b.args
-    for rule in versions.get("renames", []):
-        if at_least(b.version, rule["new_since"]):
+def spell_for_release(args: argv.Args, version: str, renames: list[dict[str, Any]]) -> argv.Args:
+    """Each renamed flag under the spelling the release's parser knows."""
+    for rule in renames:
+        if at_least(version, rule["new_since"]):
             args = argv.rename(args, rule["old"], rule["new"])
         else:
             args = argv.rename(args, rule["new"], rule["old"])
+    return args
+
+
+def translate(b: Build) -> Build:
+    """Rename flags for the target release, refuse features it lacks, check names against its table."""
+    versions = b.catalog.versions
+    args = spell_for_release(b.args, b.version, versions.get("renames", []))
     for feature in versions.get("features", []):
         i = argv.find(args, feature["flag"])
         if i >= 0 and not at_least(b.version, feature["since"]):
@@ -205,10 +217,27 @@ def translate(b: Build) -> Build:
                 f"{args[i].origin}: {feature['feature']} ({feature['flag']}) needs SGLang >= {feature['since']}; "
                 f"the command targets {b.version}{_release_hint(b)}")
     table = flag_table(b.version)
-    if table is not None:
-        for arg in args:
-            _check_against_table(arg, table, b.version)
+    if table is None:
+        raise RecipeError(unknown_release_message(b.catalog, b.version, _release_source(b)))
+    for arg in args:
+        _check_against_table(arg, table, b.version)
     return b.with_(args=args)
+
+
+def _release_source(b: Build) -> str:
+    if b.sel["sglang_version"]:
+        return " (sglang_version)"
+    if b.sel["image"]:
+        return f" (named by sglang_image {b.sel['image']})"
+    return f" (inside the cookbook image for {b.cell.gpu})" if b.sel["install_method"] == "docker" else ""
+
+
+def unknown_release_message(catalog: Catalog, version: str, hint: str = "") -> str:
+    known = ", ".join(sorted(catalog.versions.get("flag_tables", {}), key=parse_version))
+    return (f"sglang_version: SGLang {version}{hint} has no flag table in this collection, so its command cannot be "
+            f"checked before it reaches a node; releases with a table: {known}. Use one of them, or add the "
+            f"table: tools/sglang_flag_table.py {version} (reads that release's own parser) and list it under "
+            "flag_tables in data/sglang/versions.yml")
 
 
 def _release_hint(b: Build) -> str:
@@ -239,7 +268,61 @@ def _check_against_table(arg: argv.Arg, table: dict[str, dict[str, Any]], versio
 
 # --- warnings --------------------------------------------------------------------------------------
 
+#: flags whose value is a TCP port the server listens on
+PORT_FLAGS = ("--port", "--nccl-port", "--disaggregation-bootstrap-port", "--engine-info-bootstrap-port",
+              "--encoder-bootstrap-port", "--grpc-port", "--grpc-http-sidecar-port", "--smg-http-sidecar-port",
+              "--gated-launch-port")
+
+
+def _flag_int(b: Build, name: str) -> int | None:
+    value = argv.get(b.args, name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.isdigit():
+        raise RecipeError(f"{_origin(b, name)}: {name} {value!r} must be a whole number")
+    return int(value)
+
+
+def _origin(b: Build, name: str) -> str:
+    i = argv.find(b.args, name)
+    return b.args[i].origin if i >= 0 else "sglang_remove_args"
+
+
+def check_parallel_layout(b: Build) -> None:
+    """The flags the placement depends on must survive extra/remove args and still fit each other."""
+    cell_flags = dict(b.cell.flags)
+    for name in ("--tp-size", "--dp-size"):
+        if name in cell_flags and not argv.has(b.args, name) and not (
+                name == "--dp-size" and not argv.has(b.args, "--enable-dp-attention")):
+            raise RecipeError(f"sglang_remove_args: removing {name} breaks {b.where}: the placement (GPUs per node, "
+                              f"ranks) depends on it. Keep it, or change it with sglang_extra_args")
+    tp = _flag_int(b, "--tp-size") or 1
+    dp = _flag_int(b, "--dp-size")
+    ep = _flag_int(b, "--ep-size")
+    if dp is not None and (dp < 1 or tp % dp):
+        who = _origin(b, "--tp-size") if _origin(b, "--tp-size") != "sglang_dp_attention" else _origin(b, "--dp-size")
+        raise RecipeError(f"{who}: --tp-size {tp} no longer fits --dp-size {dp} in {b.where} (the DP size must divide "
+                          f"the TP size: {_divisors(tp)}); change sglang_dp_attention together with the TP size")
+    if ep is not None and (ep < 1 or tp % ep):
+        raise RecipeError(f"{_origin(b, '--ep-size')}: --ep-size {ep} does not divide --tp-size {tp} in {b.where} "
+                          f"(choose one of {_divisors(tp)})")
+    for name in PORT_FLAGS:
+        port = _flag_int(b, name)
+        if port is not None and not 1 <= port <= 65535:
+            raise RecipeError(f"{_origin(b, name)}: {name} {port} is not a TCP port (1-65535)")
+    last = b.port + b.catalog.ports["internal_offset"] + b.catalog.ports["internal_count"] - 1
+    if last > 65535:
+        raise RecipeError(f"sglang_port: {b.port} is too high: SGLang also takes {b.port + b.catalog.ports['internal_offset']}"
+                          f"-{last} from --port + {b.catalog.ports['internal_offset']}, past 65535; use a port below "
+                          f"{65535 - b.catalog.ports['internal_offset'] - b.catalog.ports['internal_count'] + 2}")
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
 def final_checks(b: Build) -> Build:
+    check_parallel_layout(b)
     per_node = gpus_per_node(b)
     if per_node > int(b.platform.get("gpus_per_node", per_node)):
         raise RecipeError(f"sglang_nodes: {b.where} needs {per_node} GPUs per node; a {b.cell.gpu} node has "
@@ -290,7 +373,33 @@ def build(selection: Any) -> Build:
 
 
 def recipe(selection: Any) -> dict[str, Any]:
-    b = build(selection)
+    return recipe_of(build(selection))
+
+
+def bootstrap_port(b: Build) -> int | None:
+    """The PD bootstrap port the final command uses (an extra arg can move it), None for non-PD."""
+    if not b.sel["pd"]:
+        return None
+    given = _flag_int(b, "--disaggregation-bootstrap-port")
+    return given or b.sel["pd"].get("bootstrap_port") or b.catalog.ports["pd_bootstrap"]
+
+
+def listen_ports(b: Build) -> dict[str, int]:
+    """Every TCP port the server's own command opens, by the flag (or block) that opens it."""
+    out = {f"--port +{b.catalog.ports['internal_offset'] + i} (SGLang internal)": port
+           for i, port in enumerate(serve_ports(b.port, b.catalog.ports)[1:])}
+    out["--port"] = b.port
+    for name in PORT_FLAGS[1:]:
+        port = _flag_int(b, name)
+        if port is not None:
+            out[name] = port
+    if b.sel["pd"] and b.sel["pd"].get("role") == "prefill":
+        out["--disaggregation-bootstrap-port"] = bootstrap_port(b) or b.catalog.ports["pd_bootstrap"]
+    return out
+
+
+def recipe_of(b: Build) -> dict[str, Any]:
+    """The node-independent command of a Build and its metadata."""
     _version, image, _ = resolve_release(b.catalog, b.model, b.sel)
     checkpoint = b.model.checkpoints[b.cell.quant]
     pd = b.sel["pd"] or {}
@@ -315,7 +424,8 @@ def recipe(selection: Any) -> dict[str, Any]:
         "dist_port": b.dist_port,
         "ports": serve_ports(b.port, b.catalog.ports),
         "pd_role": pd.get("role"),
-        "bootstrap_port": (pd.get("bootstrap_port") or b.catalog.ports["pd_bootstrap"]) if pd else None,
+        "bootstrap_port": bootstrap_port(b),
+        "listen_ports": listen_ports(b),
         "speculative": argv.get(b.args, "--speculative-algorithm"),
         "warnings": list(b.warnings),
     }
@@ -334,7 +444,11 @@ def serve_args(selection: Any, node_rank: Any = 0, head_address: Any = None) -> 
     """argv after `sglang serve` for one node; multi-node adds --nnodes/--node-rank/--dist-init-addr
     right after the last parallelism flag (search order --enable-dp-attention, --dp-size, --tp-size,
     else --model-path), as the cookbook does."""
-    b = build(selection)
+    return node_args(build(selection), node_rank, head_address)
+
+
+def node_args(b: Build, node_rank: Any = 0, head_address: Any = None) -> list[str]:
+    """serve_args for a Build already made (the plan builds each host's recipe once)."""
     nodes = b.cell.nodes
     if isinstance(node_rank, bool) or not isinstance(node_rank, int):
         if isinstance(node_rank, str) and node_rank.isdigit():

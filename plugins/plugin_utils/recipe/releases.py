@@ -25,6 +25,12 @@ def parse_version(text: str, variable: str = "sglang_version") -> Version:
     return int(major), int(minor), int(patch), int(post or 0)
 
 
+def canonical_version(text: str, variable: str = "sglang_version") -> str:
+    """The PyPI spelling of a release: 'v0.5.23' -> '0.5.23' (checked)."""
+    parse_version(text, variable)
+    return str(text).strip().lstrip("v")
+
+
 def at_least(version: str, minimum: str) -> bool:
     return parse_version(version) >= parse_version(minimum)
 

@@ -14,6 +14,8 @@ import ipaddress
 from typing import Any
 
 TABLE = "metalserve_sglang"
+#: the unit that loads the table at boot (roles/sglang_server/tasks/firewall.yml writes it)
+UNIT = "metalserve-sglang-firewall.service"
 
 
 def guarded_ports(plan: dict[str, Any], internal_offset: int, internal_count: int) -> list[int]:
@@ -46,7 +48,7 @@ def ruleset(plan: dict[str, Any], addresses: dict[str, list[str]], internal_offs
     """The whole nft file: replaces our table atomically, drops the guarded ports from non-members."""
     ports = guarded_ports(plan, internal_offset, internal_count)
     v4, v6 = member_networks(addresses)
-    missing = sorted(m for m in plan["members"] if not any(_is_ip(a) for a in addresses.get(m, [])))
+    missing = sorted(m for m in plan["members"] if not any(is_ip(a) for a in addresses.get(m, [])))
     if missing:
         raise ValueError(f"no IP address known for instance member(s) {', '.join(missing)}; gather their facts "
                          "(default_ipv4) or set sglang_dist_address to an IP")
@@ -66,9 +68,19 @@ def ruleset(plan: dict[str, Any], addresses: dict[str, list[str]], internal_offs
     return "\n".join(lines) + "\n"
 
 
-def _is_ip(value: Any) -> bool:
+def is_ip(value: Any) -> bool:
     try:
         ipaddress.ip_address(str(value))
         return True
     except ValueError:
         return False
+
+
+def unit(path: str) -> str:
+    """The oneshot unit that loads the table at boot and whenever nftables reloads."""
+    return "\n".join([
+        "# Managed by metalserve.sglang; local changes are overwritten.", "[Unit]",
+        "Description=metalserve.sglang instance firewall (rendezvous and NCCL ports to instance members only)",
+        "After=nftables.service", "PartOf=nftables.service", "", "[Service]", "Type=oneshot", "RemainAfterExit=yes",
+        f"ExecStart=/usr/sbin/nft -f {path}", f"ExecStop=/usr/sbin/nft delete table inet {TABLE}", "",
+        "[Install]", "WantedBy=multi-user.target", ""])

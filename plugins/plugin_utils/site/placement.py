@@ -1,36 +1,70 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where instances live: inventory variables of every host -> one plan per host.
+"""Where instances live: inventory variables of every host -> one plan per host, made once per site.
 
-Pure functions over plain dicts ({host: {sglang_*: value, ansible_host: ...}} and {group: [hosts]}),
-so the plan action, the tests and the docs all share them. Secrets never enter a plan: only the
-names of the environment variables they will fill.
+Pure functions over plain dicts ({host: {sglang_*: value, ansible_host: ..., ansible_facts: ...}} and
+{group: [hosts]}). plan_site() is the one owner of every decision a node gets: the command, its rank and
+head, the install (release, venv or image after the mirror), the unit and environment files, the vendor,
+and the values that only the node can tell (listed under `resolved`). render.yml, the plan action and
+every role read what it returns; none recomputes it. Secrets never enter a plan: only the names of the
+variables they fill.
 """
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import re
 import shlex
 from typing import Any
-
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import fabric_env
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import coerce
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import fabric_env, runtime
 
 HostVars = dict[str, Any]
-#: Role defaults of this collection that share the sglang_ prefix; not typos of inventory variables.
-ROLE_PREFIXES = ("sglang_server_", "sglang_install_", "sglang_router_service_", "sglang_render_")
 SECRET_ENV = {"sglang_hf_token": "HF_TOKEN"}
+#: variables this collection sets on hosts itself (facts), which a later plan of the same run sees
+OWN_FACTS = ("sglang_install_info",)
 _INSTANCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
 
 def schema() -> dict[str, dict[str, Any]]:
     variables = load_catalog().variables
     return {**variables["recipe"], **variables["placement"]}
+
+
+def known_variables() -> dict[str, str]:
+    """Every sglang_* name this collection reads: inventory variables, role settings, our own facts."""
+    names = {name: "inventory" for name in schema()}
+    names.update({name: "playbooks" for name in load_catalog().variables.get("playbooks", {})})
+    for role in ("sglang_install", "sglang_server", "sglang_router", "model_weights", "preflight"):
+        for name in runtime.role_spec_options(role):
+            if name.startswith("sglang_"):
+                names.setdefault(name, role)
+    names.update({name: "fact" for name in OWN_FACTS})
+    return names
+
+
+def variable_errors(host: str, hv: HostVars) -> list[str]:
+    """Unknown sglang_* names (the collection owns the prefix) and retired ones, each with what to use."""
+    known = known_variables()
+    retired = load_catalog().variables.get("retired", {})
+    out = []
+    for name in sorted(hv):
+        if not name.startswith("sglang_") or name in known:
+            continue
+        if name in retired:
+            out.append(f"{name}: retired; {retired[name]}")
+            continue
+        close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.75)
+        hint = f"did you mean {' or '.join(close)}?" if close else \
+            "variables of this collection are listed in data/variables.yml and the roles' READMEs"
+        out.append(f"{name}: not a variable of this collection (it owns the sglang_ prefix); {hint}")
+    return out
 
 
 def placement_value(hv: HostVars, name: str) -> Any:
@@ -42,22 +76,19 @@ def placement_value(hv: HostVars, name: str) -> Any:
     return value
 
 
+def detected_gpu(hv: HostVars) -> str | None:
+    gpu = runtime.fact(hv, "metalserve_gpu", "gpu_id")
+    return None if gpu in (None, "", "unknown", "mixed") else str(gpu)
+
+
 def selection_of(hv: HostVars) -> dict[str, Any]:
-    """The engine's selection from a host's sglang_* variables (unset ones left to the defaults)."""
-    return {spec["key"]: hv[name] for name, spec in load_catalog().variables["recipe"].items()
-            if hv.get(name) is not None}
-
-
-def typo_warnings(hv: HostVars) -> list[str]:
-    known = schema()
-    out = []
-    for name in sorted(hv):
-        if not name.startswith("sglang_") or name in known or name.startswith(ROLE_PREFIXES):
-            continue
-        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.85)
-        if close:
-            out.append(f"{name} is not a variable of this collection; did you mean {close[0]}?")
-    return out
+    """The engine's selection from a host's sglang_* variables (unset ones left to the defaults); an unset
+    sglang_gpu is the one gpu_facts detected, when its facts are known."""
+    sel = {spec["key"]: hv[name] for name, spec in load_catalog().variables["recipe"].items()
+           if hv.get(name) is not None}
+    if not sel.get("gpu") and detected_gpu(hv):
+        sel["gpu"] = detected_gpu(hv)
+    return sel
 
 
 def interface_ipv4(hv: HostVars, interface: str | None) -> str | None:
@@ -73,11 +104,56 @@ def interface_ipv4(hv: HostVars, interface: str | None) -> str | None:
     return str(named[0]) if named else None
 
 
-def address_of(host: str, hv: HostVars) -> str:
-    """Where other hosts reach this one: sglang_dist_address, else the IPv4 of sglang_dist_interface
-    from its facts, else ansible_host, else the inventory name."""
-    return str(hv.get("sglang_dist_address") or interface_ipv4(hv, hv.get("sglang_dist_interface"))
-               or hv.get("ansible_host") or host)
+def check_address(value: Any, variable: str) -> str:
+    """An address other hosts connect to: an IP or a host name, never with a port."""
+    text = str(value).strip()
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+        return text.strip("[]")
+    except ValueError:
+        pass
+    if ":" in text:
+        port = text.rsplit(":", 1)[1]
+        raise RecipeError(f"{variable}: {text!r} holds a port; give the address alone ({text.rsplit(':', 1)[0]}) and "
+                          f"the port in {'sglang_dist_port' if 'dist' in variable else 'its own variable'}"
+                          f"{' (' + port + ')' if port.isdigit() else ''}")
+    if not recipe_engine.input_checks.HOSTNAME.match(text):
+        raise RecipeError(f"{variable}: {text!r} is neither an IP address nor a host name")
+    return text
+
+
+def address_of(host: str, hv: HostVars) -> tuple[str, dict[str, Any] | None]:
+    """Where other hosts reach this one for the rendezvous: sglang_dist_address, else the IPv4 of
+    sglang_dist_interface from its facts, else ansible_host, else the inventory name. The second value
+    says when the node has yet to tell (an interface whose facts are not gathered)."""
+    if hv.get("sglang_dist_address"):
+        return check_address(hv["sglang_dist_address"], "sglang_dist_address"), None
+    interface = hv.get("sglang_dist_interface")
+    fallback = check_address(hv.get("ansible_host") or host, "ansible_host")
+    if interface:
+        ip = interface_ipv4(hv, str(interface))
+        if ip:
+            return ip, None
+        return fallback, runtime.resolved(
+            "rendezvous address", fallback, f"the IPv4 of sglang_dist_interface {interface} on {host} (its network "
+            "facts are not gathered yet; ansible_host stands in)", False)
+    return fallback, None
+
+
+def listen_address(host: str, hv: HostVars) -> str:
+    """Where a router reaches this server: the address it listens on when that is one address, else
+    ansible_host, else the inventory name."""
+    bound = str(hv.get("sglang_host") or "0.0.0.0")
+    if bound not in ("0.0.0.0", "::"):
+        return bound
+    return str(hv.get("ansible_host") or host)
+
+
+def is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return address.lower() in _LOOPBACK_NAMES
 
 
 def role_of(hv: HostVars) -> str:
@@ -122,22 +198,6 @@ def order_by_pinned_rank(members: list[str], hostvars: dict[str, HostVars]) -> l
     return sorted(members, key=lambda m: given[m])
 
 
-SAME_ACROSS_MEMBERS = ("sglang_model", "sglang_gpu", "sglang_quant", "sglang_strategy", "sglang_nodes",
-                       "sglang_pd", "sglang_speculative", "sglang_dp_attention", "sglang_extra_args",
-                       "sglang_remove_args", "sglang_version", "sglang_image", "sglang_port", "sglang_dist_port")
-
-
-def check_members_agree(members: list[str], hostvars: dict[str, HostVars]) -> None:
-    """Every member renders the same command but its rank: the variables that shape it must agree."""
-    head = members[0]
-    for name in SAME_ACROSS_MEMBERS:
-        values = {m: hostvars[m].get(name) for m in members}
-        if len({repr(v) for v in values.values()}) > 1:
-            detail = ", ".join(f"{m}={v!r}" for m, v in values.items())
-            what = "mixed GPU models in one instance" if name == "sglang_gpu" else "members disagree"
-            raise RecipeError(f"{name}: {what} ({detail}); every member of {head}'s instance needs the same value")
-
-
 def instance_name(hv: HostVars, rec: dict[str, Any], members: list[str]) -> str:
     name = placement_value(hv, "sglang_instance")
     if not name:
@@ -164,35 +224,61 @@ def command_text(program: list[str], args: list[str]) -> str:
     return " \\\n  ".join(lines)
 
 
-def fabric_for(hv: HostVars, selection: dict[str, Any], rec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def fabric_for(host: str, hv: HostVars, selection: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(selection, fabric settings): NCCL/GLOO values and, where ambiguous, the PD HCAs, from the facts."""
     facts = hv.get("ansible_facts") or {}
-    interface = placement_value(hv, "sglang_dist_interface") or (facts.get("default_ipv4") or {}).get("interface")
+    fabric = facts.get("metalserve_fabric")
+    interface = placement_value(hv, "sglang_dist_interface")
+    if fabric and not interface:
+        interface = (facts.get("default_ipv4") or {}).get("interface")
     pd = selection.get("pd") or {}
+    nodes = coerce(selection.get("nodes", 1), "int", "sglang_nodes") or 1
     settings = fabric_env.fabric_settings(
-        facts.get("metalserve_fabric"), multi=rec["nodes"] > 1, pd=bool(rec["pd_role"]),
-        interface=interface if facts.get("metalserve_fabric") else placement_value(hv, "sglang_dist_interface"),
-        hcas=hv.get("sglang_ib_hcas") or "auto", ib_device_set=bool(isinstance(pd, dict) and pd.get("ib_device")))
-    if settings["pd_ib_device"]:
+        fabric, multi=nodes > 1, pd=bool(pd), interface=interface, hcas=hv.get("sglang_ib_hcas") or "auto",
+        ib_device_set=bool(isinstance(pd, dict) and pd.get("ib_device")))
+    if settings["pd_ib_device"] and isinstance(pd, dict):
         selection = {**selection, "pd": {**pd, "ib_device": settings["pd_ib_device"]}}
+    settings["resolved"] = None
+    if (nodes > 1 or pd) and not fabric:
+        settings["resolved"] = runtime.resolved(
+            "fabric", "NCCL_IB_HCA/NCCL_IB_GID_INDEX unset, RDMA devices assumed present",
+            f"fabric_facts on {host} (HCAs, GID index, /dev/infiniband); not gathered yet", False)
     return selection, settings
+
+
+def rdma_present(hv: HostVars, networked: bool) -> tuple[bool, dict[str, Any] | None]:
+    """Whether the node has RDMA devices to hand to SGLang (from fabric_facts), else assumed."""
+    present = runtime.fact(hv, "metalserve_fabric", "uverbs_present")
+    if present is not None:
+        return bool(present), None
+    return networked, None
 
 
 def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> dict[str, Any]:
     hv = hostvars[host]
+    resolved: list[dict[str, Any]] = []
     selection = selection_of(hv)
-    rec = recipe_engine.recipe(selection)
-    selection, fabric = fabric_for(hv, selection, rec)
-    if fabric["pd_ib_device"]:
-        rec = recipe_engine.recipe(selection)
+    if not hv.get("sglang_gpu") and selection.get("gpu"):
+        resolved.append(runtime.resolved("sglang_gpu", selection["gpu"], f"gpu_facts on {host}", True))
+    elif not selection.get("gpu"):
+        raise RecipeError(f"sglang_gpu: not set for {host} and its GPUs are not detected yet; set sglang_gpu "
+                          "(h200, b200, b300, gb300, mi300x, mi325x, mi355x) or run site.yml, whose first play "
+                          "detects them (gpu_facts)")
+    selection, fabric = fabric_for(host, hv, selection)
+    if fabric["resolved"]:
+        resolved.append(fabric["resolved"])
+    b = recipe_engine.build(selection)  # the host's recipe, built once
+    rec = recipe_engine.recipe_of(b)
     members = instance_members(host, hv, groups, rec["nodes"])
     if len(members) > 1:
-        check_members_agree(members, hostvars)
         members = order_by_pinned_rank(members, hostvars)
     rank = members.index(host)
     head = members[0]
-    head_address = address_of(head, hostvars[head])
-    args = recipe_engine.serve_args(selection, rank, head_address if len(members) > 1 else None)
+    head_address, unresolved = address_of(head, hostvars[head])
+    if unresolved and len(members) > 1:
+        resolved.append(unresolved)
+    address, _ = address_of(host, hv)
+    argv = recipe_engine.node_args(b, rank, head_address if len(members) > 1 else None)
     env = dict(rec["env"])
     for key, value in fabric["env"].items():
         env.setdefault(key, value)  # the cell's and the operator's values win
@@ -201,11 +287,14 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         raise RecipeError(f"sglang_hf_token: {rec['checkpoint']} is marked gated (sglang_hf_gated) and {host} has no "
                           "token; set sglang_hf_token (vault it) for this host or its group, after accepting the "
                           "model's terms on the Hub with that account")
-    api_key = bool(hv.get("sglang_api_key"))
     instance = instance_name(hv, rec, members)
+    install = runtime.install_spec(hv, b.sel["install_method"], rec["sglang_version"], rec["image"])
+    networked = len(members) > 1 or bool(rec["pd_role"])
+    rdma, _ = rdma_present(hv, networked)
     return {
         "host": host,
         "role": "server",
+        "vendor": rec["vendor"],
         "rack": placement_value(hv, "sglang_rack"),
         "instance": instance,
         "unit": f"sglang-{instance}.service",
@@ -213,31 +302,30 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "rank": rank,
         "head": head,
         "head_address": head_address if len(members) > 1 else None,
-        "address": address_of(host, hv),
+        "address": address,
+        "listen_address": listen_address(host, hv),
         "recipe": rec,
-        "argv": args,
+        "argv": argv,
         "env": env,
         "secret_env": secret_env,
-        "api_key": api_key,
-        "install_method": rec.get("install_method") or selection.get("install_method") or "docker",
-        "command": command_text(["sglang", "serve"], args),
-        "warnings": rec["warnings"] + fabric["warnings"] + typo_warnings(hv),
+        "api_key": bool(hv.get("sglang_api_key")),
+        "install_method": install["method"],
+        "install": install,
+        "settings": runtime.server_settings(hv, instance, install),
+        "inputs": runtime.inputs(hv, ("sglang_install", "sglang_server")),
+        "rdma": rdma,
+        "resolved": resolved,
+        "command": command_text(["sglang", "serve"], argv),
+        "warnings": rec["warnings"] + fabric["warnings"],
     }
 
 
-def _fronting_routers(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> list[str]:
-    return [r for r in sorted(hostvars) if role_of(hostvars[r]) == "router"
-            and host in groups.get(placement_value(hostvars[r], "sglang_router_workers_group") or "", [])]
+def router_policies() -> list[str]:
+    return list(load_catalog().router.get("policies") or [])
 
 
-def check_pd_has_router(plan: dict[str, Any], hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> None:
-    if plan["recipe"]["pd_role"] and plan["rank"] == 0 and not _fronting_routers(plan["host"], hostvars, groups):
-        raise RecipeError(
-            f"sglang_pd: {plan['host']} is a PD {plan['recipe']['pd_role']} worker but no router fronts it; add a host "
-            "with sglang_role: router and sglang_router_workers_group naming a group that contains it")
-
-
-def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> dict[str, Any]:
+def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]],
+                servers: dict[str, dict[str, Any]]) -> dict[str, Any]:
     hv = hostvars[host]
     group = placement_value(hv, "sglang_router_workers_group")
     if not group:
@@ -245,57 +333,178 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
                           "of the servers it routes to")
     if group not in groups:
         raise RecipeError(f"sglang_router_workers_group: {group!r} (on router {host}) is not an inventory group")
-    heads = []
-    for worker in sorted(groups[group]):
-        if role_of(hostvars[worker]) != "server":
-            continue
-        plan = server_plan(worker, hostvars, groups)
-        if plan["rank"] == 0:
-            heads.append(plan)
+    port = placement_value(hv, "sglang_router_port")
+    if not 1 <= int(port) <= 65535:
+        raise RecipeError(f"sglang_router_port: {port} (router {host}) is not a TCP port (1-65535)")
+    policy = placement_value(hv, "sglang_router_policy")
+    if policy and policy not in router_policies():
+        raise RecipeError(f"sglang_router_policy: {policy!r} (router {host}) is not a policy of sglang-router "
+                          f"{load_catalog().versions['router_pinned']}; it has {', '.join(router_policies())}")
+    members = sorted(groups[group])
+    not_serving = [w for w in members if w in hostvars and role_of(hostvars[w]) != "server"]
+    if not_serving:
+        raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) holds "
+                          f"{', '.join(not_serving)}, which serve nothing (sglang_role is not server); a router's "
+                          "group holds only servers")
+    heads = [servers[w] for w in members if w in servers and servers[w]["rank"] == 0]
     if not heads:
         raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) has no servers")
-    urls = {p["host"]: f"http://{recipe_engine.format_address(p['address'], p['recipe']['port'])}" for p in heads}
-    prefill = [{"url": urls[p["host"]], "bootstrap_port": p["recipe"]["bootstrap_port"]}
-               for p in heads if p["recipe"]["pd_role"] == "prefill"]
-    decode = [urls[p["host"]] for p in heads if p["recipe"]["pd_role"] == "decode"]
+    prefill = [p for p in heads if p["recipe"]["pd_role"] == "prefill"]
+    decode = [p for p in heads if p["recipe"]["pd_role"] == "decode"]
+    plain = [p for p in heads if not p["recipe"]["pd_role"]]
     mode = placement_value(hv, "sglang_router_mode") or ("pd" if prefill or decode else "plain")
     if mode == "plain" and (prefill or decode):
         raise RecipeError(f"sglang_router_mode: router {host} is plain but {group} holds PD workers; use pd")
-    spec = {"mode": mode, "prefill": prefill, "decode": decode, "workers": list(urls.values()),
-            "host": hv.get("sglang_host") or "0.0.0.0", "port": placement_value(hv, "sglang_router_port"),
-            "policy": placement_value(hv, "sglang_router_policy"),
+    if mode == "pd" and plain:
+        raise RecipeError(f"sglang_router_workers_group: router {host} is a PD router but {group} also holds plain "
+                          f"servers ({', '.join(p['host'] for p in plain)}), which a PD router cannot use; give them "
+                          "sglang_pd or move them to another router's group")
+    router_address = listen_address(host, hv) if hv.get("ansible_host") or hv.get("sglang_host") else host
+    for p in heads:
+        if is_loopback(p["listen_address"]) and not same_machine(host, hv, p["host"], hostvars[p["host"]]):
+            raise RecipeError(f"sglang_host: {p['host']} listens on {p['listen_address']} only, but router {host} "
+                              f"({router_address}) is another machine; use 0.0.0.0 or an address the router reaches")
+    urls = {p["host"]: f"http://{recipe_engine.format_address(p['listen_address'], p['recipe']['port'])}" for p in heads}
+    spec = {"mode": mode,
+            "prefill": [{"url": urls[p["host"]], "bootstrap_port": p["recipe"]["bootstrap_port"]} for p in prefill],
+            "decode": [urls[p["host"]] for p in decode], "workers": list(urls.values()),
+            "host": hv.get("sglang_host") or "0.0.0.0", "port": port, "policy": policy,
             "extra_args": placement_value(hv, "sglang_router_extra_args")}
     args = recipe_engine.router_args(spec)
     instance = placement_value(hv, "sglang_instance") or "router"
-    answering = next((p for p in heads if p["recipe"]["pd_role"] == "decode"), heads[0])
+    if not _INSTANCE_NAME.match(instance):
+        raise RecipeError(f"sglang_instance: {instance!r} must be letters, digits, '.', '_' or '-' (it names a unit)")
+    answering = (decode or heads)[0]
+    catalog = load_catalog()
+    method = str(coerce(hv.get("sglang_install_method") or "docker", "str", "sglang_install_method"))
+    if method not in ("docker", "uv"):
+        raise RecipeError(f"sglang_install_method: {method!r} is not one of docker, uv")
+    release = str(hv.get("sglang_version") or catalog.versions["pinned"]).lstrip("v")
+    image = hv.get("sglang_image") or catalog.router.get("image")
+    if method == "uv" and hv.get("sglang_image"):
+        raise RecipeError(f"sglang_install_method is uv but sglang_image is set on router {host}; drop one")
+    install = runtime.install_spec(hv, method, release, image)
     return {
         "host": host,
         "role": "router",
-        "install_method": hv.get("sglang_install_method") or "docker",
-        "image": hv.get("sglang_image") or load_catalog().router.get("image"),
+        "vendor": None,
+        "install_method": method,
+        "install": install,
+        "image": install["image"],
         "rack": placement_value(hv, "sglang_rack"),
         "instance": instance,
         "unit": f"sglang-{instance}.service",
         "mode": mode,
         "workers_group": group,
         "workers": list(urls.values()),
-        "port": spec["port"],
+        "worker_hosts": [p["host"] for p in heads],
+        "port": int(port),
+        "listen_address": listen_address(host, hv),
         # what clients see through the router: the model name and parsers of the answering workers
         "served_model_name": answering["recipe"]["served_model_name"],
         "worker_argv": answering["argv"],
         "argv": args,
+        "settings": runtime.router_settings(hv, install),
+        "inputs": runtime.inputs(hv, ("sglang_install", "sglang_router")),
+        "resolved": [],
         "command": command_text(["python3", "-m", "sglang_router.launch_router"], args),
-        "warnings": typo_warnings(hv),
+        "warnings": [],
     }
 
 
+def machine_of(host: str, hv: HostVars) -> str:
+    """The machine an inventory name stands for: its ansible_host, else the name itself."""
+    return str(hv.get("ansible_host") or host).strip().lower()
+
+
+def same_machine(a: str, hva: HostVars, b: str, hvb: HostVars) -> bool:
+    return machine_of(a, hva) == machine_of(b, hvb)
+
+
+def none_plan(host: str, hv: HostVars) -> dict[str, Any]:
+    vendor = None
+    gpu = hv.get("sglang_gpu") or detected_gpu(hv)
+    if gpu:
+        platform = load_catalog(None, hv.get("sglang_gpu_platforms")).gpus.get(str(gpu))
+        vendor = (platform or {}).get("vendor")
+    return {"host": host, "role": "none", "vendor": vendor, "warnings": [], "resolved": []}
+
+
+def check_pd_has_router(plan: dict[str, Any], routers: dict[str, dict[str, Any]]) -> None:
+    if plan["recipe"]["pd_role"] and plan["rank"] == 0 and not any(
+            plan["host"] in r["worker_hosts"] for r in routers.values()):
+        raise RecipeError(
+            f"sglang_pd: {plan['host']} is a PD {plan['recipe']['pd_role']} worker but no router fronts it; add a host "
+            "with sglang_role: router and sglang_router_workers_group naming a group that contains it")
+
+
+def plan_site(hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> dict[str, Any]:
+    """Every host's plan, made once: {plans: {host: plan}, errors: {host: [message, ...]}}.
+
+    Servers first (routers and multi-node members read them), then routers, then the site-wide checks
+    (site/coherence.py) over the final argv, units and ports of all hosts."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import coherence, units  # noqa: PLC0415
+
+    plans: dict[str, dict[str, Any]] = {}
+    errors: dict[str, list[str]] = {}
+
+    def attempt(host: str, make: Any) -> None:
+        try:
+            plans[host] = make()
+        except RecipeError as exc:
+            errors.setdefault(host, []).append(str(exc))
+
+    roles: dict[str, str] = {}
+    for host in sorted(hostvars):
+        try:
+            roles[host] = role_of(hostvars[host])
+        except RecipeError as exc:
+            errors.setdefault(host, []).append(str(exc))
+        errors_here = variable_errors(host, hostvars[host])
+        if errors_here:
+            errors.setdefault(host, []).extend(errors_here)
+    for host, role in roles.items():
+        if role == "server":
+            attempt(host, lambda h=host: server_plan(h, hostvars, groups))
+        elif role == "none":
+            attempt(host, lambda h=host: none_plan(h, hostvars[h]))
+    servers = {h: p for h, p in plans.items() if p["role"] == "server"}
+    for host, role in roles.items():
+        if role == "router":
+            attempt(host, lambda h=host: router_plan(h, hostvars, groups, servers))
+    routers = {h: p for h, p in plans.items() if p["role"] == "router"}
+    for host, plan in servers.items():
+        try:
+            check_pd_has_router(plan, routers)
+        except RecipeError as exc:
+            errors.setdefault(host, []).append(str(exc))
+    for host, message in coherence.site_problems(plans, hostvars, groups, errors):
+        errors.setdefault(host, []).append(message)
+    for host, plan in plans.items():
+        if host in errors or plan["role"] == "none":
+            continue
+        try:
+            plan["files"] = units.node_files(plan, plans, hostvars)
+        except RecipeError as exc:
+            errors.setdefault(host, []).append(str(exc))
+    return {"plans": plans, "errors": {h: _unique(m) for h, m in sorted(errors.items())}}
+
+
+def _unique(messages: list[str]) -> list[str]:
+    return list(dict.fromkeys(messages))
+
+
+def failure_text(errors: dict[str, list[str]], total: int) -> str:
+    """All hosts' problems in one message, one line per problem."""
+    lines = [f"{len(errors)} of {total} host(s) cannot be planned:"]
+    for host, messages in sorted(errors.items()):
+        lines += [f"  - {host}: {m}" for m in messages]
+    return "\n".join(lines)
+
+
 def host_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> dict[str, Any]:
-    """The plan of one host: what it runs and exactly how."""
-    role = role_of(hostvars[host])
-    if role == "router":
-        return router_plan(host, hostvars, groups)
-    if role == "none":
-        return {"host": host, "role": "none", "warnings": []}
-    plan = server_plan(host, hostvars, groups)
-    check_pd_has_router(plan, hostvars, groups)
-    return plan
+    """The plan of one host (planning the whole site it belongs to); raises its first problem."""
+    site = plan_site(hostvars, groups)
+    if host in site["errors"]:
+        raise RecipeError(site["errors"][host][0])
+    return site["plans"][host]

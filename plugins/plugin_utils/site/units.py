@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""systemd units, environment files and docker command lines for SGLang servers and routers. Pure.
+"""The files a node gets for its plan: systemd units, the environment file, the instance firewall. Pure.
 
-The serving role writes what these functions return and render.yml shows the same text, so what an
-operator previews is what lands on the node. Secrets never pass through here: the environment file
-gets the names of secret variables only, and the role appends their values with no_log.
+node_files() runs once per host when the site is planned; render.yml writes its result to rendered/ and
+the serving roles write the same text to the node, so what an operator previews is what lands there.
+Secrets never pass through a plan: the environment file in it holds a placeholder where a secret goes,
+and the role fills it (env_file() with the value, under no_log).
 """
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import functools
 import re
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, load_catalog, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, runtime
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SAFE_TOKEN = re.compile(r"^[A-Za-z0-9_@%+=:,./\-\[\]]+$")
+HF_TOKEN_IN_CONTAINER = "/run/secrets/hf_token"
+HEADER = "Managed by metalserve.sglang; local changes are overwritten."
 
 
 @functools.lru_cache(maxsize=None)
@@ -42,17 +46,37 @@ def exec_line(argv: list[str]) -> str:
     return out
 
 
-def env_file(env: dict[str, str], header: str) -> str:
+def check_env(env: dict[str, Any], variable: str = "sglang_env") -> None:
+    """Names and values both systemd's EnvironmentFile and docker --env-file read the same way."""
+    for key, value in env.items():
+        if not ENV_NAME.match(str(key)):
+            raise RecipeError(f"{variable}: {str(key)!r} is not an environment variable name (letters, digits and _, "
+                              "not starting with a digit)")
+        text = str(value)
+        if "\n" in text or "\r" in text or text[:1] in ("'", '"'):
+            raise RecipeError(f"{variable}.{key}: values cannot hold newlines or start with a quote (got {text!r})")
+
+
+def secret_lines(plan: dict[str, Any], secrets: dict[str, str] | None) -> list[str]:
+    """The environment lines that carry secrets: the value when given, a placeholder in previews."""
+    lines = []
+    if "HF_TOKEN" in plan.get("secret_env", []):
+        if plan["install"]["method"] == "docker":
+            # a file, not the container's environment: `docker inspect` shows that to anyone with the socket
+            lines.append(f"HF_TOKEN_PATH={HF_TOKEN_IN_CONTAINER}")
+        else:
+            value = (secrets or {}).get("HF_TOKEN")
+            lines.append(f"HF_TOKEN={value if value is not None else '<secret: sglang_hf_token>'}")
+    return lines
+
+
+def env_file(plan: dict[str, Any], secrets: dict[str, str] | None = None) -> str:
     """KEY=value lines readable by both systemd's EnvironmentFile and docker --env-file."""
-    lines = [f"# {header}"]
-    for key in sorted(env):
-        value = str(env[key])
-        if not ENV_NAME.match(key):
-            raise RecipeError(f"sglang_env: {key!r} is not an environment variable name")
-        if "\n" in value or value[:1] in ("'", '"'):
-            raise RecipeError(f"sglang_env.{key}: values cannot hold newlines or start with a quote")
-        lines.append(f"{key}={value}")
-    return "\n".join(lines) + "\n"
+    env = plan["env"]
+    check_env(env)
+    lines = [f"# Environment of {plan['unit']}; {HEADER}"]
+    lines += [f"{key}={env[key]}" for key in sorted(env)]
+    return "\n".join(lines + secret_lines(plan, secrets)) + "\n"
 
 
 def weights_dir(plan: dict[str, Any]) -> str | None:
@@ -61,48 +85,47 @@ def weights_dir(plan: dict[str, Any]) -> str | None:
     return path if path.startswith("/") else None
 
 
-HF_TOKEN_IN_CONTAINER = "/run/secrets/hf_token"
+def serve_tail(plan: dict[str, Any]) -> list[str]:
+    return list(plan["argv"]) + (["--config", plan["settings"]["secrets_config"]] if plan.get("api_key") else [])
 
 
-def docker_run(plan: dict[str, Any], runtime: dict[str, Any], docker: dict[str, Any] | None = None) -> list[str]:
+def networked(plan: dict[str, Any]) -> bool:
+    return len(plan["members"]) > 1 or bool(plan["recipe"].get("pd_role"))
+
+
+def docker_run(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> list[str]:
     """`docker run ...` for a server plan, in the cookbook's form plus our name, env file and mounts."""
     docker = docker or docker_forms()
-    rec = plan["recipe"]
+    rec, s = plan["recipe"], plan["settings"]
     name = f"sglang-{plan['instance']}"
-    argv = ["/usr/bin/docker", "run", "--rm", "--name", name, "--env-file", runtime["env_file"]]
+    argv = ["/usr/bin/docker", "run", "--rm", "--name", name, "--env-file", s["env_file"]]
     argv += list(docker["vendor"][rec["vendor"]]) + list(docker["common"])
-    networked = len(plan["members"]) > 1 or bool(rec.get("pd_role"))
-    if networked:
+    if networked(plan):
         argv.append("--network=host")
     else:
         argv += ["-p", f"{rec['port']}:{rec['port']}"]
-    if runtime.get("rdma") and networked:
+    if plan.get("rdma") and networked(plan):
         argv += list(docker["rdma"])
         if rec["vendor"] == "amd":
             argv += list(docker["rdma_amd_extra"])
+    for device in docker.get("platform_devices", {}).get(rec["gpu"], []):
+        argv += ["--device", device]
     weights = weights_dir(plan)
     if weights:
         argv += ["-v", f"{weights}:{weights}:ro"]
     else:
-        argv += ["-v", f"{runtime['hf_cache']}:{docker['hf_cache']}"]
-    if runtime.get("secrets_config"):
-        argv += ["-v", f"{runtime['secrets_config']}:{runtime['secrets_config']}:ro"]
-    if runtime.get("hf_token_file"):
-        # a file, not --env-file: `docker inspect` shows a container's environment to anyone with the socket
-        argv += ["-v", f"{runtime['hf_token_file']}:{HF_TOKEN_IN_CONTAINER}:ro"]
-    if runtime.get("image_id"):
-        argv += ["--label", f"metalserve.image-id={runtime['image_id']}"]
-    return argv + [runtime["image"], "sglang", "serve"] + serve_tail(plan, runtime)
+        argv += ["-v", f"{s['hf_cache']}:{docker['hf_cache']}"]
+    if plan.get("api_key"):
+        argv += ["-v", f"{s['secrets_config']}:{s['secrets_config']}:ro"]
+    if "HF_TOKEN" in plan.get("secret_env", []):
+        argv += ["-v", f"{s['hf_token_file']}:{HF_TOKEN_IN_CONTAINER}:ro"]
+    return argv + [plan["install"]["image"], "sglang", "serve"] + serve_tail(plan)
 
 
-def serve_tail(plan: dict[str, Any], runtime: dict[str, Any]) -> list[str]:
-    return list(plan["argv"]) + (["--config", runtime["secrets_config"]] if runtime.get("secrets_config") else [])
-
-
-def server_argv(plan: dict[str, Any], runtime: dict[str, Any], docker: dict[str, Any] | None = None) -> list[str]:
-    if runtime["method"] == "docker":
-        return docker_run(plan, runtime, docker)
-    return [runtime["sglang"], "serve"] + serve_tail(plan, runtime)
+def server_argv(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> list[str]:
+    if plan["install"]["method"] == "docker":
+        return docker_run(plan, docker)
+    return [plan["install"]["sglang"], "serve"] + serve_tail(plan)
 
 
 def service_account(settings: dict[str, Any], amd: bool = False) -> list[str]:
@@ -123,7 +146,7 @@ def device_allowlist(vendor: str, rdma: bool) -> list[str]:
 
 def _unit(description: str, after: list[str], wants: list[str], service: list[str],
           settings: dict[str, Any]) -> str:
-    lines = ["# Managed by metalserve.sglang; local changes are overwritten.", "[Unit]",
+    lines = [f"# {HEADER}", "[Unit]",
              f"Description={description}",
              "After=" + " ".join(["network-online.target"] + after),
              "Wants=" + " ".join(["network-online.target"] + wants),
@@ -133,56 +156,115 @@ def _unit(description: str, after: list[str], wants: list[str], service: list[st
     return "\n".join(lines)
 
 
-def server_unit(plan: dict[str, Any], runtime: dict[str, Any], settings: dict[str, Any],
-                docker: dict[str, Any] | None = None) -> str:
+def firewall_on(plan: dict[str, Any]) -> bool:
+    return bool(plan["settings"]["firewall"]) and len(plan["members"]) > 1
+
+
+def server_unit(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> str:
     """The systemd unit of one server instance member."""
-    rec = plan["recipe"]
+    rec, s = plan["recipe"], plan["settings"]
     name = f"sglang-{plan['instance']}"
     head = plan["rank"] == 0
     role = f"PD {rec['pd_role']} " if rec.get("pd_role") else ""
     where = f", rank {plan['rank']} of {len(plan['members'])}" if len(plan["members"]) > 1 else ""
     description = (f"SGLang {role}server {plan['instance']}: {rec['model']} {rec['gpu']}/{rec['quant']}/"
                    f"{rec['strategy']}{where}")
-    after = list(settings.get("after") or [])
-    service = ["Type=exec", f"EnvironmentFile={runtime['env_file']}"]
-    if runtime["method"] == "docker":
-        after = ["docker.service"] + after
+    # ordering only: a unit listed here that a node lacks is ignored by systemd
+    after = list(s["after"])
+    wants = [firewall.UNIT] if firewall_on(plan) else []
+    service = ["Type=exec", f"EnvironmentFile={s['env_file']}"]
+    if plan["install"]["method"] == "docker":
+        after = ["docker.service"] + [u for u in after if u != "docker.service"]
         service += [f"ExecStartPre=-/usr/bin/docker rm -f {name}",
-                    "ExecStart=" + exec_line(server_argv(plan, runtime, docker)),
-                    f"ExecStop=/usr/bin/docker stop --time {settings['stop_timeout']} {name}"]
+                    "ExecStart=" + exec_line(server_argv(plan, docker)),
+                    f"ExecStop=/usr/bin/docker stop --time {s['stop_timeout']} {name}"]
     else:
-        service += service_account(settings, amd=rec["vendor"] == "amd")
-        service += ["ExecStart=" + exec_line(server_argv(plan, runtime, docker))]
-        service += settings.get("hardening") or []
-        if settings.get("device_allowlist"):
-            service += device_allowlist(rec["vendor"], bool(runtime.get("rdma", True)))
-    if head and settings.get("health_wait"):
-        service.append(f"ExecStartPost={settings['python']} {settings['health_script']} "
-                       f"--url http://127.0.0.1:{rec['port']}/health --timeout {settings['timeout_start'] - 30} --pid $MAINPID")
-    service += [f"TimeoutStartSec={settings['timeout_start']}", f"TimeoutStopSec={settings['stop_timeout'] + 30}",
-                "Restart=on-failure", f"RestartSec={settings['restart_sec']}",
-                "LimitMEMLOCK=infinity", f"LimitNOFILE={settings['limit_nofile']}",
+        service += service_account(s, amd=rec["vendor"] == "amd")
+        service += ["ExecStart=" + exec_line(server_argv(plan, docker))]
+        service += s.get("hardening") or []
+        if s.get("device_allowlist"):
+            service += device_allowlist(rec["vendor"], bool(plan.get("rdma")))
+    if head and s.get("health_wait"):
+        service.append(f"ExecStartPost={s['python']} {s['health_script']} "
+                       f"--url http://127.0.0.1:{rec['port']}/health --timeout {s['timeout_start'] - 30} --pid $MAINPID")
+    service += [f"TimeoutStartSec={s['timeout_start']}", f"TimeoutStopSec={s['stop_timeout'] + 30}",
+                "Restart=on-failure", f"RestartSec={s['restart_sec']}",
+                "LimitMEMLOCK=infinity", f"LimitNOFILE={s['limit_nofile']}",
                 "StandardOutput=journal", "StandardError=journal", f"SyslogIdentifier={name}"]
-    wants = list(settings.get("wants") or [])
-    return _unit(description, after + wants, wants, service, settings)
+    return _unit(description, after + wants, wants, service, s)
 
 
-def router_unit(plan: dict[str, Any], runtime: dict[str, Any], settings: dict[str, Any]) -> str:
+def router_argv(plan: dict[str, Any]) -> list[str]:
     name = f"sglang-{plan['instance']}"
-    if runtime["method"] == "docker":
-        argv = ["/usr/bin/docker", "run", "--rm", "--name", name, "--network=host", runtime["image"],
+    if plan["install"]["method"] == "docker":
+        return ["/usr/bin/docker", "run", "--rm", "--name", name, "--network=host", plan["install"]["image"],
                 "python3", "-m", "sglang_router.launch_router"] + list(plan["argv"])
-        service = [f"ExecStartPre=-/usr/bin/docker rm -f {name}", "ExecStart=" + exec_line(argv),
-                   f"ExecStop=/usr/bin/docker stop --time 30 {name}"]
+    return [plan["install"]["python"], "-m", "sglang_router.launch_router"] + list(plan["argv"])
+
+
+def router_unit(plan: dict[str, Any]) -> str:
+    s = plan["settings"]
+    name = f"sglang-{plan['instance']}"
+    if plan["install"]["method"] == "docker":
+        service = [f"ExecStartPre=-/usr/bin/docker rm -f {name}", "ExecStart=" + exec_line(router_argv(plan)),
+                   f"ExecStop=/usr/bin/docker stop --time {s['stop_timeout']} {name}"]
         after = ["docker.service"]
     else:
-        argv = [runtime["python"], "-m", "sglang_router.launch_router"] + list(plan["argv"])
-        service = service_account(settings) + ["ExecStart=" + exec_line(argv)]
-        service += settings.get("hardening") or []
+        service = service_account(s) + ["ExecStart=" + exec_line(router_argv(plan))]
+        service += s.get("hardening") or []
         after = []
     service = ["Type=exec"] + service + [
-        f"ExecStartPost={settings['python']} {settings['health_script']} --url http://127.0.0.1:{plan['port']}/health "
+        f"ExecStartPost={s['python']} {s['health_script']} --url http://127.0.0.1:{plan['port']}/health "
         "--timeout 120 --pid $MAINPID",
-        "Restart=on-failure", f"RestartSec={settings['restart_sec']}", f"LimitNOFILE={settings['limit_nofile']}",
+        "Restart=on-failure", f"RestartSec={s['restart_sec']}", f"LimitNOFILE={s['limit_nofile']}",
         "StandardOutput=journal", "StandardError=journal", f"SyslogIdentifier={name}"]
-    return _unit(f"SGLang router ({plan['mode']}) for {', '.join(plan['workers'])}", after, [], service, settings)
+    return _unit(f"SGLang router ({plan['mode']}) for {', '.join(plan['workers'])}", after, [], service, s)
+
+
+def member_addresses(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
+                     hostvars: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """Each member's addresses the firewall admits: its rendezvous address and its default IPv4."""
+    out = {}
+    for member in plan["members"]:
+        found = [plans[member]["address"]] if member in plans else []
+        default = runtime.fact(hostvars.get(member, {}), "default_ipv4", "address")
+        if default:
+            found.append(str(default))
+        out[member] = found
+    return out
+
+
+def firewall_file(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
+                  hostvars: dict[str, dict[str, Any]]) -> str | None:
+    """The instance firewall, or None while a member's IP is unknown (its facts are not gathered)."""
+    ports = load_catalog().ports
+    try:
+        return firewall.ruleset(plan, member_addresses(plan, plans, hostvars), int(ports["internal_offset"]),
+                                int(ports["internal_count"]))
+    except ValueError:
+        return None
+
+
+def _file(path: str, content: str | None, mode: str, owner: str = "root", group: str = "root") -> dict[str, Any]:
+    return {"path": path, "content": content, "mode": mode, "owner": owner, "group": group}
+
+
+def node_files(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
+               hostvars: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every file the serving roles write for this plan (the env file with secret placeholders)."""
+    if plan["role"] == "router":
+        return {"unit": _file(f"/etc/systemd/system/{plan['unit']}", router_unit(plan), "0644")}
+    s = plan["settings"]
+    files = {"unit": _file(f"/etc/systemd/system/{plan['unit']}", server_unit(plan), "0644"),
+             "env": _file(s["env_file"], env_file(plan), "0600")}
+    if firewall_on(plan):
+        text = firewall_file(plan, plans, hostvars)
+        files["firewall"] = _file(runtime.FIREWALL_FILE, text, "0644")
+        files["firewall_unit"] = _file(f"/etc/systemd/system/{firewall.UNIT}", firewall.unit(runtime.FIREWALL_FILE),
+                                       "0644")
+        if text is None:
+            unknown = [m for m, a in member_addresses(plan, plans, hostvars).items() if not any(map(firewall.is_ip, a))]
+            plan["resolved"].append(runtime.resolved(
+                "instance firewall", None, f"the IPv4 of {', '.join(unknown)} (default_ipv4 facts, or sglang_dist_"
+                "address as an IP); not gathered yet, so the firewall is written by site.yml once they are", False))
+    return files

@@ -1,0 +1,24 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filter plan_drift: role settings a role sees that differ from those its plan was made from.
+
+Thin: plugins/plugin_utils/site/runtime.py holds the logic.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap as _wrap
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import runtime
+
+
+def plan_drift(inputs: dict[str, Any], seen: list[Any]) -> list[str]:
+    return runtime.drift(inputs, list(seen))
+
+
+class FilterModule:
+    """metalserve.sglang site filters."""
+
+    def filters(self) -> dict[str, Callable[..., Any]]:
+        return {"plan_drift": _wrap(plan_drift)}

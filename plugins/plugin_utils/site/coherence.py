@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Site-wide checks over the FINAL plans: what the nodes would get, not only what the inventory says.
+
+Each check returns (host, message) pairs; plan_site() adds them to the hosts' problems, so render.yml,
+the plan action, preflight and every role refuse the same site with the same message, before anything
+changes. Pure.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterator
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
+
+Problem = tuple[str, str]
+#: argv values that differ between members by construction
+PER_RANK = ("--node-rank",)
+
+
+def _flags(argv: list[str]) -> dict[str, str]:
+    """--flag -> its value(s) as one string ('' for a switch)."""
+    out: dict[str, str] = {}
+    name = None
+    for token in argv:
+        if token.startswith("--"):
+            name = token
+            out[name] = ""
+        elif name is not None:
+            out[name] = (out[name] + " " + token).strip()
+    return out
+
+
+def _differences(plans: list[dict[str, Any]]) -> list[str]:
+    """What differs between the members' final commands, environments and installs."""
+    flags = {p["host"]: {k: v for k, v in _flags(p["argv"]).items() if k not in PER_RANK} for p in plans}
+    out = []
+    for name in sorted(set().union(*(f.keys() for f in flags.values()))):
+        values = {h: f.get(name) for h, f in flags.items()}
+        if len(set(values.values())) > 1:
+            shown = ", ".join(f"{h}: {'(absent)' if v is None else (v or 'on')}" for h, v in values.items())
+            out.append(f"{name} ({shown})")
+    for what, get in (("recipe", lambda p: "/".join(str(p["recipe"][k]) for k in ("model", "quant", "strategy"))),
+                      ("environment", lambda p: p["env"]), ("install", lambda p: {
+            k: p["install"][k] for k in ("method", "release", "image")}), ("unit name", lambda p: p["unit"])):
+        values = {p["host"]: get(p) for p in plans}
+        if len({repr(v) for v in values.values()}) > 1:
+            if what == "environment":
+                keys = sorted({k for v in values.values() for k in v if len({repr(x.get(k)) for x in values.values()}) > 1})
+                out.append("environment " + ", ".join(
+                    f"{k} ({', '.join(f'{h}: {v.get(k)!r}' for h, v in values.items())})" for k in keys))
+            else:
+                out.append(f"{what} ({', '.join(f'{h}: {v}' for h, v in values.items())})")
+    return out
+
+
+def instances(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]],
+              errors: dict[str, list[str]]) -> Iterator[Problem]:
+    """Members of a multi-node instance: all serve it, belong to it alone, and run the same program."""
+    heads = {h: p for h, p in plans.items() if p["role"] == "server" and len(p["members"]) > 1 and p["rank"] == 0}
+    claimed: dict[str, list[str]] = defaultdict(list)
+    for plan in (p for p in plans.values() if p["role"] == "server" and len(p["members"]) > 1):
+        group = hostvars[plan["host"]].get("sglang_instance_group")
+        for member in plan["members"]:
+            if group not in claimed[member]:
+                claimed[member].append(group)
+    for member, named in claimed.items():
+        if len(named) > 1:
+            yield member, (f"sglang_instance_group: {member} is a member of {' and '.join(named)}, two instances' "
+                           "groups; a host serves one instance. Remove it from one of the groups")
+    for head, plan in heads.items():
+        group = hostvars[head].get("sglang_instance_group")
+        for member in plan["members"]:
+            other = plans.get(member)
+            if member not in hostvars:
+                continue
+            role = placement.role_of(hostvars[member]) if member not in errors or other else None
+            if role and role != "server":
+                yield head, (f"sglang_instance_group: {group} ({head}'s instance) includes {member}, which has "
+                             f"sglang_role: {role}; every member of an instance serves it")
+                continue
+            if other is None or member in errors:
+                continue
+            if other["members"] != plan["members"]:
+                yield member, (f"sglang_instance_group: {member} is in {group} ({head}'s instance of "
+                               f"{len(plan['members'])}) but its own variables make it "
+                               + (f"a single-node server (sglang_nodes: {other['recipe']['nodes']})"
+                                  if len(other["members"]) == 1 else f"a member of {', '.join(other['members'])}")
+                               + f"; give every member of {group} the same variables (group_vars/{group}.yml)")
+        members = [plans[m] for m in plan["members"] if m in plans and m not in errors
+                   and plans[m].get("members") == plan["members"]]
+        if len(members) == len(plan["members"]):
+            gpus = {p["host"]: p["recipe"]["gpu"] for p in members}
+            if len(set(gpus.values())) > 1:
+                detail = ", ".join(f"{h}={g!r}" for h, g in gpus.items())
+                yield head, (f"sglang_gpu: mixed GPU models in one instance ({detail}); every member of {head}'s "
+                             "instance needs the same value")
+                continue
+            diff = _differences(members)
+            if diff:
+                yield head, (f"sglang_instance_group: the members of {group} ({', '.join(plan['members'])}) would run "
+                             f"different programs; only --node-rank may differ. Differences: {'; '.join(diff)}. "
+                             f"Set these variables once for the whole group (group_vars/{group}.yml)")
+
+
+def _ports_of(plan: dict[str, Any]) -> Iterator[tuple[int, str]]:
+    host = plan["host"]
+    if plan["role"] == "router":
+        yield plan["port"], f"router port of {host} (sglang_router_port)"
+        return
+    rec = plan["recipe"]
+    for flag, port in rec["listen_ports"].items():
+        yield port, f"{flag} of {host}"
+    if len(plan["members"]) > 1 and plan["rank"] == 0:
+        yield rec["dist_port"], f"rendezvous port of {host} (sglang_dist_port, --dist-init-addr)"
+
+
+def machines(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]) -> Iterator[Problem]:
+    """Hosts that are one machine (same ansible_host): distinct ports, and GPUs enough for all of them."""
+    by_machine: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for host, plan in sorted(plans.items()):
+        if plan["role"] in ("server", "router"):
+            by_machine[placement.machine_of(host, hostvars[host])].append(plan)
+    for machine, here in by_machine.items():
+        taken: dict[int, list[str]] = defaultdict(list)
+        for plan in here:
+            for port, what in _ports_of(plan):
+                taken[port].append(what)
+        names = sorted({p["host"] for p in here})
+        where = f"machine {machine}" + (f" ({' and '.join(names)} are one machine)" if len(names) > 1 else "")
+        for port, owners in sorted(taken.items()):
+            if len(owners) > 1:
+                for host in sorted({p["host"] for p in here if any(host_of(o) == p["host"] for o in owners)}):
+                    yield host, f"ports: {port} is opened twice on {where}: {' and '.join(owners)}; move one"
+        servers = [p for p in here if p["role"] == "server"]
+        if len(servers) > 1:
+            gpus = sum(p["recipe"]["gpus_per_node"] for p in servers)
+            platform = load_catalog().gpus.get(servers[0]["recipe"]["gpu"]) or {}
+            have = int(platform.get("gpus_per_node") or gpus)
+            if gpus > have:
+                for p in servers:
+                    yield p["host"], (f"ansible_host: {', '.join(s['host'] for s in servers)} are one machine "
+                                      f"({machine}) and their servers would use {gpus} GPUs of its {have}; give "
+                                      "each inventory host its own machine (ansible_host)")
+
+
+def host_of(owner: str) -> str:
+    """The host named in a port owner's description ('--port of h1' -> 'h1')."""
+    return owner.split(" of ", 1)[1].split(" ", 1)[0]
+
+
+def site_problems(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]],
+                  groups: dict[str, list[str]], errors: dict[str, list[str]]) -> list[Problem]:
+    del groups  # the plans already hold the members and workers they were made from
+    problems: list[Problem] = []
+    problems += list(instances(plans, hostvars, errors))
+    problems += list(machines(plans, hostvars))
+    return problems

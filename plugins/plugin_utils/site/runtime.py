@@ -1,0 +1,209 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How a host runs what its plan says: install paths and release, the image after the mirror, unit
+settings, the files' paths, and the few values only the node can tell. Pure.
+
+One owner for every value a node gets besides the SGLang command: render.yml and the roles both take
+them from the plan these functions fill, so a role never recomputes one. Inputs are the host's
+inventory variables (group_vars, host_vars, extra vars: what Ansible's hostvars hold) over the role
+defaults in roles/<role>/defaults/main.yml. A role variable set anywhere render.yml cannot see (a play's
+`vars:`) is refused by the role (tasks/main.yml compares what it sees with plan.inputs).
+"""
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+
+ROOT = Path(__file__).resolve().parents[3]
+#: where the roles install their helper scripts on a node
+HELPER_DIR = "/usr/local/lib/metalserve"
+HEALTH_SCRIPT = f"{HELPER_DIR}/wait_healthy.py"
+CHECK_SCRIPT = f"{HELPER_DIR}/check_args.py"
+FIREWALL_FILE = "/etc/metalserve/sglang-firewall.nft"
+SYSTEM_PYTHON = "/usr/bin/python3"
+#: the role whose defaults hold each setting prefix
+ROLE_PREFIXES = {"sglang_install_": "sglang_install", "sglang_server_": "sglang_server",
+                 "sglang_router_service_": "sglang_router"}
+# docker reference: [registry[:port]/]path[:tag][@sha256:digest], lower-case path components
+_IMAGE = re.compile(r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+                    r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
+_MIRROR = re.compile(r"^[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9._-]+)*/?$")
+
+
+@functools.lru_cache(maxsize=None)
+def role_defaults(role: str) -> dict[str, Any]:
+    """A role's literal defaults (a templated default, such as a secret taken from another variable, is
+    the role's own business and never part of a plan)."""
+    text = (ROOT / "roles" / role / "defaults" / "main.yml").read_text(encoding="utf-8")
+    return {k: v for k, v in (yaml.safe_load(text) or {}).items() if not (isinstance(v, str) and "{{" in v)}
+
+
+@functools.lru_cache(maxsize=None)
+def role_spec_options(role: str) -> tuple[str, ...]:
+    """The variables a role documents in meta/argument_specs.yml (entry point main)."""
+    path = ROOT / "roles" / role / "meta" / "argument_specs.yml"
+    if not path.exists():
+        return ()
+    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return tuple((spec.get("argument_specs", {}).get("main", {}).get("options") or {}).keys())
+
+
+def _coerce(name: str, value: Any, default: Any) -> Any:
+    """A setting from the inventory, in the type of its default ('30' is 30, 'yes' is true)."""
+    try:
+        if isinstance(default, bool):
+            if isinstance(value, str):
+                if value.lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
+                    return value.lower() in ("true", "yes", "on", "1")
+                raise ValueError
+            return bool(value)
+        if isinstance(default, int):
+            if isinstance(value, bool):
+                raise ValueError
+            return int(value)
+        if isinstance(default, list):
+            if not isinstance(value, (list, tuple)):
+                raise ValueError
+            return list(value)
+        if isinstance(default, str):
+            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+                raise ValueError
+            return str(value)
+    except (TypeError, ValueError):
+        raise RecipeError(f"{name}: expected a value like its default {default!r}, got {value!r}") from None
+    return value
+
+
+def settings(hv: dict[str, Any], role: str) -> dict[str, Any]:
+    """Every literal setting of a role for one host: the inventory's value, else the role default."""
+    out = {}
+    for name, default in role_defaults(role).items():
+        out[name] = _coerce(name, hv[name], default) if hv.get(name) is not None else default
+    return out
+
+
+def check_image(ref: str, variable: str) -> None:
+    if not isinstance(ref, str) or not _IMAGE.match(ref):
+        raise RecipeError(f"{variable}: {ref!r} is not an image reference; write [registry/]name[:tag] or "
+                          "name@sha256:<64 hex digits> (lower-case name, no spaces)")
+
+
+def mirrored(image: str, mirror: str) -> str:
+    """The reference a node pulls: the mirror prefix in front of the image (docker.io/ dropped)."""
+    if not mirror:
+        return image
+    if not _MIRROR.match(mirror):
+        raise RecipeError(f"sglang_install_registry_mirror: {mirror!r} is not a registry prefix; write "
+                          "host[:port][/path]/, e.g. registry.example.com:5000/")
+    name = image[len("docker.io/"):] if image.startswith("docker.io/") else image
+    return mirror.rstrip("/") + "/" + name
+
+
+def install_spec(hv: dict[str, Any], method: str, release: str, image: str | None) -> dict[str, Any]:
+    """What the sglang_install role puts on the node and where the units find it."""
+    s = settings(hv, "sglang_install")
+    root = s["sglang_install_root"].rstrip("/")
+    if not root.startswith("/"):
+        raise RecipeError(f"sglang_install_root: {root!r} must be an absolute path")
+    spec: dict[str, Any] = {"method": method, "release": release, "router_release": s["sglang_install_router_version"],
+                            "root": root, "image": None, "venv": None}
+    if method == "uv":
+        venv = f"{root}/venvs/{release}"
+        spec.update(venv=venv, python=f"{venv}/bin/python", sglang=f"{venv}/bin/sglang")
+    else:
+        if not image:
+            raise RecipeError("sglang_image: the recipe names no image for this GPU and sglang_image is unset; set "
+                              "sglang_image, add images: {<gpu>: {ref: <image>}} to the site recipe "
+                              "(sglang_recipes), or use sglang_install_method: uv")
+        check_image(image, "sglang_image")
+        spec.update(image=mirrored(image, s["sglang_install_registry_mirror"]), python="python3", sglang="sglang")
+    return spec
+
+
+def host_python(hv: dict[str, Any]) -> str:
+    """The node's Python for our helper scripts: the inventory's interpreter when it is a path."""
+    given = str(hv.get("ansible_python_interpreter") or "")
+    return given if given.startswith("/") else SYSTEM_PYTHON
+
+
+def server_settings(hv: dict[str, Any], instance: str, install: dict[str, Any]) -> dict[str, Any]:
+    s = settings(hv, "sglang_server")
+    config_dir = s["sglang_server_config_dir"].rstrip("/")
+    if not config_dir.startswith("/"):
+        raise RecipeError(f"sglang_server_config_dir: {config_dir!r} must be an absolute path")
+    return {
+        "user": s["sglang_server_user"], "group": s["sglang_server_group"],
+        "python": install["python"] if install["method"] == "uv" else host_python(hv),
+        "health_script": HEALTH_SCRIPT, "health_wait": True,
+        "timeout_start": s["sglang_server_timeout_start"], "restart_sec": s["sglang_server_restart_sec"],
+        "start_limit_burst": s["sglang_server_start_limit_burst"],
+        "start_limit_interval": s["sglang_server_start_limit_interval"],
+        "stop_timeout": s["sglang_server_stop_timeout"], "limit_nofile": s["sglang_server_limit_nofile"],
+        "after": list(s["sglang_server_after_units"]), "hardening": list(s["sglang_server_hardening"]),
+        "device_allowlist": s["sglang_server_device_allowlist"], "firewall": s["sglang_server_firewall"],
+        "hf_cache": s["sglang_server_hf_cache"],
+        "config_dir": config_dir,
+        "env_file": f"{config_dir}/{instance}.env",
+        "secrets_config": f"{config_dir}/{instance}.secrets.yaml",
+        "hf_token_file": f"{config_dir}/{instance}.hf_token",
+    }
+
+
+def router_settings(hv: dict[str, Any], install: dict[str, Any]) -> dict[str, Any]:
+    s = settings(hv, "sglang_router")
+    return {
+        "user": s["sglang_router_service_user"], "group": s["sglang_router_service_group"],
+        "python": install["python"] if install["method"] == "uv" else host_python(hv),
+        "health_script": HEALTH_SCRIPT, "restart_sec": s["sglang_router_service_restart_sec"],
+        "start_limit_burst": s["sglang_router_service_start_limit_burst"],
+        "start_limit_interval": s["sglang_router_service_start_limit_interval"],
+        "stop_timeout": s["sglang_router_service_stop_timeout"],
+        "limit_nofile": s["sglang_router_service_limit_nofile"],
+        "hardening": list(s["sglang_router_service_hardening"]),
+    }
+
+
+def inputs(hv: dict[str, Any], roles: tuple[str, ...]) -> dict[str, Any]:
+    """The role settings a plan was made from, for the roles to compare with what they see."""
+    out: dict[str, Any] = {}
+    for role in roles:
+        out.update(settings(hv, role))
+    return dict(sorted(out.items()))
+
+
+def drift(planned: dict[str, Any], seen: list[Any]) -> list[str]:
+    """Settings a role sees (in the order of `planned`) that differ from the values its plan used."""
+    out = []
+    for (name, value), given in zip(planned.items(), seen):
+        if given is None:  # not visible here (another role's setting)
+            continue
+        try:
+            same = _coerce(name, given, value) == value
+        except RecipeError:
+            same = False
+        if not same:
+            out.append(f"{name}: this play gives {given!r} but the inventory, which the plan and render.yml read, "
+                       f"gives {value!r}; set {name} in group_vars, host_vars or with -e, not in a play's vars")
+    return out
+
+
+def fact(hv: dict[str, Any], *path: str) -> Any:
+    """A gathered (or cached) fact of a host, or None."""
+    node: Any = hv.get("ansible_facts") or {}
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def resolved(what: str, value: Any, source: str, known: bool) -> dict[str, Any]:
+    """A value the node decides: known from gathered facts, or assumed until they are."""
+    return {"what": what, "value": value, "source": source, "known": known}
