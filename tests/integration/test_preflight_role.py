@@ -15,6 +15,7 @@ from helpers import FIXTURES, REAL_X2, ROOT
 BIN = Path(sys.executable).parent
 PLAY = Path(__file__).parent / "playbooks" / "preflight_localhost.yml"
 TINY = [{"id": "tiny-moe", "checkpoints": {"bf16": {"id": "example-org/Tiny-MoE", "size_gb": 30}},
+         "images": {"h200": {"ref": "registry.local/sglang:v0.5.23-cu129"}},
          "cells": [{"gpu": "h200", "quant": "bf16", "strategy": "balanced", "nodes": 1, "verified": True,
                     "flags": {"--tp-size": 2}}]}]
 
@@ -60,7 +61,10 @@ def test_replayed_h200_capture_refuses_tp8_and_accepts_tp2(tmp_path: Path) -> No
     proc = preflight(tmp_path, {}, REAL_X2)
     facts = task_result(proc, "Detect GPUs")["ansible_facts"]["metalserve_gpu"]
     assert (facts["gpu_id"], facts["count"], facts["nvlink"]["all_pairs_connected"]) == ("h200", 2, True)
-    assert task_result(proc, "Take sglang_gpu from the detected GPUs")["ansible_facts"] == {"sglang_gpu": "h200"}
+    plan = task_result(proc, "Plan the site once (every host's plan; all hosts' problems in one message)")
+    assert plan["plans"]["node0"]["recipe"]["gpu"] == "h200"  # sglang_gpu unset: planned with the detected GPU
+    assert {"what": "sglang_gpu", "value": "h200", "source": "gpu_facts on node0", "known": True} in \
+        plan["plans"]["node0"]["resolved"]
     msg = task_result(proc, "Check every host against its recipe")["msg"]
     assert "the recipe needs 8 h200 GPUs per node (TP8 on one node); this node has 2 (NVIDIA H200)" in msg
     ok = preflight(tmp_path, {"sglang_model": "tiny-moe", "sglang_quant": "bf16", "sglang_recipes": TINY}, REAL_X2)

@@ -39,8 +39,9 @@ def test_every_host_has_its_files(rendered: tuple[Path, subprocess.CompletedProc
              "h200-f02": "glm-5.3-decode"}
     for host in servers:
         unit = f"sglang-{units.get(host, 'glm-5.3')}.service"
+        firewall = ["metalserve-sglang-firewall.service", "sglang-firewall.nft"] if host.startswith("h200-b") else []
         assert sorted(p.name for p in (out / host).iterdir()) == sorted(
-            ["docker-run.sh", "serve.args", "serve.env", "serve.sh", unit]), host
+            ["docker-run.sh", "serve.args", "serve.env", "serve.sh", unit] + firewall), host
     assert sorted(p.name for p in (out / "router-01").iterdir()) == ["router.args", "router.sh",
                                                                      "sglang-router.service"]
     args = (out / "h200-b02" / "serve.args").read_text().splitlines()
@@ -89,7 +90,8 @@ def test_plan_md(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
 
 def test_secrets_are_masked_everywhere(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
     out, proc = rendered
-    assert "HF_TOKEN=********" in (out / "h200-a01" / "serve.env").read_text()
+    # docker: the token reaches the container as a mounted file, never as environment
+    assert "HF_TOKEN_PATH=/run/secrets/hf_token" in (out / "h200-a01" / "serve.env").read_text()
     for path in out.rglob("*"):
         if path.is_file():
             assert SECRET not in path.read_text(), path
@@ -118,6 +120,36 @@ def test_bad_inventory_fails_with_every_problem_at_once(tmp_path: Path) -> None:
     assert "s1: sglang_gpu: 'h100' is not a GPU the recipes know" in text
     assert "s2: sglang_nodes: bf16 on h200 needs sglang_nodes: 2" in text
     assert not (tmp_path / "out").exists()
+
+
+def test_an_empty_or_unparsable_inventory_fails_and_keeps_rendered(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "PLAN.md").write_text("an earlier plan")
+    empty = tmp_path / "empty.yml"
+    empty.write_text("all: {}\n")
+    broken = tmp_path / "broken.yml"
+    broken.write_text("all:\n  hosts: [n1\n")
+    for inventory in (empty, broken, tmp_path / "missing.yml"):
+        proc = play("-i", str(inventory), "-e", f"sglang_render_dir={out}")
+        assert proc.returncode != 0, (inventory, proc.stdout[-1500:])
+        assert "the inventory has no hosts" in proc.stdout + proc.stderr or "Unable to parse" in proc.stderr
+    assert (out / "PLAN.md").read_text() == "an earlier plan"
+
+
+def test_folders_of_hosts_that_left_the_inventory_are_removed(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    gone = out / "h200-z99"
+    gone.mkdir(parents=True)
+    (gone / "serve.args").write_text("--tp-size\n8\n")
+    (gone / "sglang-glm-5.3.service").write_text("[Unit]\n")
+    mine = out / "notes"
+    mine.mkdir()
+    (mine / "todo.txt").write_text("an operator's own folder stays")
+    proc = play("-i", str(ROOT / "inventories" / "example"), "-e", f"sglang_render_dir={out}")
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert not gone.exists() and (mine / "todo.txt").exists()
+    assert "h200-z99/ (host left the inventory: removed)" in proc.stdout or "changed" in proc.stdout
 
 
 def test_check_mode_writes_nothing(tmp_path: Path) -> None:

@@ -129,8 +129,8 @@ def test_router_without_workers_is_refused() -> None:
 def test_pd_router_needs_both_roles() -> None:
     hostvars, groups = site()
     groups["pd"] = ["p1"]
-    with pytest.raises(RecipeError, match=r"a PD router needs at least one prefill and one decode worker; found 1 "
-                                          r"prefill and 0 decode"):
+    with pytest.raises(RecipeError, match=r"router r1 is a PD router but pd holds 1 prefill and 0 decode worker\(s\); "
+                                          r"it needs at least one of each"):
         host_plan("r1", hostvars, groups)
 
 

@@ -43,6 +43,12 @@ def _looks_relative(path: str) -> bool:
 def check_paths(sel: dict[str, Any]) -> None:
     for key, var in (("model_path", "sglang_model_path"), ("draft_model_path", "sglang_draft_model_path")):
         value = sel.get(key)
+        if value and str(value).startswith("~"):
+            raise RecipeError(f"{var}: {value!r} starts with ~, which neither systemd nor docker expands (and the "
+                              "service user's home is not yours); give the absolute path on the node")
+        if value and ":" in str(value):
+            raise RecipeError(f"{var}: {value!r} holds a ':', which docker -v reads as the end of the path (the "
+                              "weights are mounted at the same path in a container); rename the folder")
         if value and _looks_relative(str(value)):
             raise RecipeError(f"{var}: {value!r} is a relative path; systemd starts SGLang in /, so give an absolute "
                               "path on the node (or a hub id such as zai-org/GLM-5.3)")

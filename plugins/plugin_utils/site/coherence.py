@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any, Iterator
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 
 Problem = tuple[str, str]
@@ -76,8 +77,11 @@ def instances(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, An
             other = plans.get(member)
             if member not in hostvars:
                 continue
-            role = placement.role_of(hostvars[member]) if member not in errors or other else None
-            if role and role != "server":
+            try:
+                role = placement.role_of(hostvars[member])
+            except RecipeError:
+                continue  # its own problem is reported on it
+            if role != "server":
                 yield head, (f"sglang_instance_group: {group} ({head}'s instance) includes {member}, which has "
                              f"sglang_role: {role}; every member of an instance serves it")
                 continue
@@ -128,12 +132,21 @@ def machines(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any
         for plan in here:
             for port, what in _ports_of(plan):
                 taken[port].append(what)
-        names = sorted({p["host"] for p in here})
-        where = f"machine {machine}" + (f" ({' and '.join(names)} are one machine)" if len(names) > 1 else "")
+        clashes: dict[tuple[str, ...], list[tuple[int, list[str]]]] = defaultdict(list)
         for port, owners in sorted(taken.items()):
             if len(owners) > 1:
-                for host in sorted({p["host"] for p in here if any(host_of(o) == p["host"] for o in owners)}):
-                    yield host, f"ports: {port} is opened twice on {where}: {' and '.join(owners)}; move one"
+                clashes[tuple(sorted({host_of(o) for o in owners}))].append((port, owners))
+        for hosts, items in clashes.items():
+            if len(hosts) == 1:
+                what = "; ".join(f"{port} twice ({' and '.join(o.rsplit(' of ', 1)[0] for o in owners)})"
+                                 for port, owners in items)
+                yield hosts[0], f"ports: {hosts[0]} opens {what}; move one (sglang_extra_args, sglang_port)"
+                continue
+            first = items[0][1]
+            for host in hosts:
+                yield host, (f"ports: {' and '.join(hosts)} are one machine ({machine}) and both open "
+                             f"{port_ranges([port for port, _ in items])} ({' and '.join(first)}, ...); give one "
+                             "of them other ports (sglang_port, sglang_router_port) or its own machine (ansible_host)")
         servers = [p for p in here if p["role"] == "server"]
         if len(servers) > 1:
             gpus = sum(p["recipe"]["gpus_per_node"] for p in servers)
@@ -144,6 +157,19 @@ def machines(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any
                     yield p["host"], (f"ansible_host: {', '.join(s['host'] for s in servers)} are one machine "
                                       f"({machine}) and their servers would use {gpus} GPUs of its {have}; give "
                                       "each inventory host its own machine (ansible_host)")
+
+
+def port_ranges(ports: list[int]) -> str:
+    """[30000, 30233, 30234, 30235] -> '30000, 30233-30235'."""
+    out: list[str] = []
+    for port in sorted(ports):
+        if out and "-" not in out[-1] and int(out[-1]) == port - 1:
+            out[-1] = f"{out[-1]}-{port}"
+        elif out and "-" in out[-1] and int(out[-1].split("-")[1]) == port - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{port}"
+        else:
+            out.append(str(port))
+    return ", ".join(out)
 
 
 def host_of(owner: str) -> str:

@@ -19,6 +19,7 @@ import shlex
 from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import input_checks
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import coerce
@@ -117,7 +118,7 @@ def check_address(value: Any, variable: str) -> str:
         raise RecipeError(f"{variable}: {text!r} holds a port; give the address alone ({text.rsplit(':', 1)[0]}) and "
                           f"the port in {'sglang_dist_port' if 'dist' in variable else 'its own variable'}"
                           f"{' (' + port + ')' if port.isdigit() else ''}")
-    if not recipe_engine.input_checks.HOSTNAME.match(text):
+    if not input_checks.HOSTNAME.match(text):
         raise RecipeError(f"{variable}: {text!r} is neither an IP address nor a host name")
     return text
 
@@ -359,6 +360,9 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         raise RecipeError(f"sglang_router_workers_group: router {host} is a PD router but {group} also holds plain "
                           f"servers ({', '.join(p['host'] for p in plain)}), which a PD router cannot use; give them "
                           "sglang_pd or move them to another router's group")
+    if mode == "pd" and not (prefill and decode):
+        raise RecipeError(f"sglang_router_workers_group: router {host} is a PD router but {group} holds "
+                          f"{len(prefill)} prefill and {len(decode)} decode worker(s); it needs at least one of each")
     router_address = listen_address(host, hv) if hv.get("ansible_host") or hv.get("sglang_host") else host
     for p in heads:
         if is_loopback(p["listen_address"]) and not same_machine(host, hv, p["host"], hostvars[p["host"]]):

@@ -1,0 +1,147 @@
+"""The realistic sites in inventories/ plan and render through Ansible itself (inventory parsing, group_vars
+and host_vars layering, INI and YAML, host ranges, templated variables), and their plans say what an
+operator of each site expects: ranks, heads, ports, router targets, environment, install."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers import ROOT
+
+BIN = Path(sys.executable).parent
+SITES = ["h200-4rack", "gb300", "mi355x", "generated-64", "layered", "airgapped"]
+ENV = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
+       "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"), "ANSIBLE_CACHE_PLUGIN": "memory"}
+
+
+def run(playbook: Path, site: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "ansible-playbook"), "-i", str(ROOT / "inventories" / site), str(playbook),
+                           *extra], capture_output=True, text=True, env=ENV, cwd=ROOT, check=False, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    out = {}
+    tmp = tmp_path_factory.mktemp("plans")
+    for site in SITES:
+        dump = tmp / f"{site}.json"
+        proc = run(Path(__file__).parent / "playbooks" / "dump_plan.yml", site, "-e", f"dump={dump}")
+        assert proc.returncode == 0, f"{site}:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}"
+        out[site] = json.loads(dump.read_text())
+    return out
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_every_site_renders(site: str, tmp_path: Path) -> None:
+    proc = run(ROOT / "playbooks" / "render.yml", site, "-e", f"sglang_render_dir={tmp_path}")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert (tmp_path / "PLAN.md").exists()
+
+
+def servers(plan: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {h: p for h, p in plan["plans"].items() if p["role"] == "server"}
+
+
+def flag(plan: dict[str, Any], name: str) -> str:
+    argv = plan["argv"]
+    return argv[argv.index(name) + 1]
+
+
+def test_h200_four_racks(plans: dict[str, dict[str, Any]]) -> None:
+    site = plans["h200-4rack"]
+    assert site["errors"] == {}
+    p = site["plans"]
+    # rack B: two TP16 instances, ranks by sorted name, the head's IPoIB address and each its own port
+    assert [(h, p[h]["rank"], flag(p[h], "--dist-init-addr")) for h in ("h200-b01", "h200-b02", "h200-b03", "h200-b04")] \
+        == [("h200-b01", 0, "192.168.2.11:20000"), ("h200-b02", 1, "192.168.2.11:20000"),
+            ("h200-b03", 0, "192.168.2.13:20100"), ("h200-b04", 1, "192.168.2.13:20100")]
+    assert flag(p["h200-b02"], "--tp-size") == "16" and flag(p["h200-b02"], "--nnodes") == "2"
+    assert p["h200-b01"]["env"] == {"NCCL_SOCKET_IFNAME": "ibp12s0", "GLOO_SOCKET_IFNAME": "ibp12s0"}
+    assert p["h200-b01"]["unit"] == "sglang-tp16_b1.service" and p["h200-b03"]["unit"] == "sglang-tp16_b2.service"
+    # rack C: PD behind router-c, prefill on 30000, decode on 30100, ansible_host addresses
+    assert p["router-c"]["argv"][:9] == ["--pd-disaggregation", "--prefill", "http://10.20.3.11:30000", "--prefill",
+                                         "http://10.20.3.12:30000", "--decode", "http://10.20.3.13:30100",
+                                         "--decode", "http://10.20.3.14:30100"]
+    assert flag(p["h200-c03"], "--disaggregation-mode") == "decode" and p["h200-c03"]["recipe"]["port"] == 30100
+    # rack A behind router-a, cache aware
+    assert p["router-a"]["workers"] == [f"http://10.20.1.1{i}:30000" for i in range(1, 5)]
+    assert flag(p["router-a"], "--policy") == "cache_aware"
+    # images: the site's pin, through no mirror; rack D runs uv venvs of the same release
+    assert {p[h]["install"]["image"] for h in servers(site) if h.startswith("h200-a")} == {"lmsysorg/sglang:v0.5.23-cu129"}
+    assert p["h200-d01"]["install"]["venv"] == "/opt/sglang/venvs/0.5.23"
+    assert flag(p["h200-d01"], "--max-running-requests") == "64"
+
+
+def test_gb300_trays(plans: dict[str, dict[str, Any]]) -> None:
+    site = plans["gb300"]
+    assert site["errors"] == {}
+    p = site["plans"]
+    assert flag(p["gb300-a01"], "--tp-size") == "4" and p["gb300-a01"]["recipe"]["gpus_per_node"] == 4
+    assert [(p[h]["rank"], p[h]["head_address"]) for h in ("gb300-b01", "gb300-b02")] == [(0, "10.30.2.11"),
+                                                                                         (1, "10.30.2.11")]
+    assert flag(p["gb300-b02"], "--tp-size") == "8"
+    assert p["router-gb"]["workers"] == [f"http://10.30.1.1{i}:30000" for i in range(1, 5)]
+    assert all(p[h]["vendor"] == "nvidia" for h in servers(site))
+
+
+def test_mi355x(plans: dict[str, dict[str, Any]]) -> None:
+    site = plans["mi355x"]
+    assert site["errors"] == {}
+    p = site["plans"]
+    docker, uv = p["mi355x-01"], p["mi355x-03"]
+    assert docker["vendor"] == "amd" and docker["recipe"]["sglang_version"] == docker["install"]["release"]
+    assert docker["install"]["image"] == docker["recipe"]["image"] and "rocm" in docker["install"]["image"]
+    assert uv["install"]["venv"] == f"/opt/sglang/venvs/{uv['recipe']['sglang_version']}"
+    # the flag spelling follows the release each one runs
+    assert ("--cuda-graph-max-bs-decode" in uv["argv"]) and ("--cuda-graph-max-bs-decode" not in docker["argv"])
+    assert flag(p["router-amd"], "--policy") == "round_robin" and len(p["router-amd"]["workers"]) == 4
+
+
+def test_generated_64(plans: dict[str, dict[str, Any]]) -> None:
+    site = plans["generated-64"]
+    assert site["errors"] == {}
+    assert len(servers(site)) == 64
+    p = site["plans"]
+    # the templated sglang_router_workers_group picked each router's own rack
+    for r in ("01", "02", "03", "04"):
+        router = p[f"router-r{r}.dc1.example.net"]
+        assert router["workers_group"] == f"rack_{r}"
+        assert router["workers"] == [f"http://gpu-r{r}-n{n:02d}.dc1.example.net:30000" for n in range(1, 17)]
+    assert {p[h]["recipe"]["strategy"] for h in servers(site)} == {"balanced"}
+
+
+def test_layered(plans: dict[str, dict[str, Any]]) -> None:
+    site = plans["layered"]
+    assert site["errors"] == {}
+    p = site["plans"]
+    # group_vars/all/ (a folder) < nvidia < pair_bf16 < host_vars
+    assert p["h200-11"]["env"] == {"NCCL_DEBUG": "WARN"}
+    assert p["h200-21"]["env"] == {"NCCL_DEBUG": "WARN", "NCCL_IB_TIMEOUT": "22"}
+    assert p["h200-12"]["recipe"]["port"] == 31000 and flag(p["h200-12"], "--served-model-name") == "glm-5.3-canary"
+    # pinned ranks: h200-22 is the head although it sorts second
+    assert (p["h200-22"]["rank"], p["h200-21"]["rank"], p["h200-21"]["head_address"]) == (0, 1, "10.50.2.22")
+    # role settings from the inventory reach the unit and the install
+    unit = p["h200-11"]["files"]["unit"]["content"]
+    assert "RestartSec=45" in unit and "TimeoutStartSec=2400" in unit
+    assert p["h200-11"]["install"]["venv"] == "/srv/sglang/venvs/0.5.23"
+    assert p["gateway"]["argv"][:3] == ["--worker-urls", "http://10.50.1.11:30000", "http://10.50.1.12:31000"]
+    assert flag(p["gateway"], "--port") == "9000"
+
+
+def test_airgapped(plans: dict[str, dict[str, Any]]) -> None:
+    site = plans["airgapped"]
+    assert site["errors"] == {}
+    p = site["plans"]
+    digest = "sha256:0d3f2c1e9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d"
+    assert p["ag-h200-01"]["install"]["image"] == f"registry.airgap.internal:5000/lmsysorg/sglang@{digest}"
+    assert f"registry.airgap.internal:5000/lmsysorg/sglang@{digest}" in p["ag-h200-01"]["files"]["unit"]["content"]
+    assert p["ag-h200-01"]["env"] == {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    assert p["ag-h200-01"]["warnings"] == []  # the digest's release is said, so nothing is guessed
+    assert p["ag-router"]["install"]["method"] == "uv" and p["ag-router"]["workers"] == [
+        "http://172.16.0.11:30000", "http://172.16.0.12:30000"]
