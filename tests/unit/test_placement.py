@@ -213,3 +213,44 @@ def test_pinned_ranks_must_be_a_permutation(ranks: tuple, message: str) -> None:
     hostvars["n1"]["sglang_node_rank"], hostvars["n2"]["sglang_node_rank"] = ranks
     with pytest.raises(RecipeError, match=message):
         host_plan("n1", hostvars, groups)
+
+
+def test_a_bootstrap_port_moved_by_extra_args_reaches_the_router() -> None:
+    """The router reads the prefill's final command, not the default it assumes."""
+    hostvars = {"p": {**PD, "sglang_pd": {"role": "prefill"}, "sglang_extra_args": {"--disaggregation-bootstrap-port": 9100}},
+                "d": {**PD, "sglang_pd": {"role": "decode"}},
+                "r": {"sglang_role": "router", "sglang_router_workers_group": "pd"}}
+    site = plan_site(hostvars, {"pd": ["p", "d"]})
+    assert site["errors"] == {}
+    argv = site["plans"]["r"]["argv"]
+    assert argv[argv.index("--prefill"):argv.index("--prefill") + 3] == ["--prefill", "http://p:30000", "9100"]
+    assert site["plans"]["p"]["recipe"]["listen_ports"]["--disaggregation-bootstrap-port"] == 9100
+
+
+def test_routers_use_the_address_a_server_listens_on_not_its_rendezvous_address() -> None:
+    hostvars = {"a": {**PD, "ansible_host": "10.0.0.1", "sglang_dist_address": "192.168.0.1"},
+                "b": {**PD, "ansible_host": "10.0.0.2", "sglang_host": "10.1.0.2"},
+                "r": {"sglang_role": "router", "sglang_router_workers_group": "g"}}
+    plan = host_plan("r", hostvars, {"g": ["a", "b"]})
+    assert plan["workers"] == ["http://10.0.0.1:30000", "http://10.1.0.2:30000"]
+
+
+def test_values_only_the_node_can_tell_are_listed_until_its_facts_are_known() -> None:
+    pair = {**PD, "sglang_quant": "bf16", "sglang_nodes": 2, "sglang_instance_group": "g",
+            "sglang_dist_interface": "ib0", "sglang_install_method": "uv"}
+    hostvars = {"a": {**pair, "ansible_host": "10.0.0.1"}, "b": {**pair, "ansible_host": "10.0.0.2"}}
+    unknown = plan_site(hostvars, {"g": ["a", "b"]})["plans"]["b"]
+    assert unknown["head_address"] == "10.0.0.1"  # ansible_host stands in, and says so
+    assert [r["what"] for r in unknown["resolved"] if not r["known"]] == ["fabric", "rendezvous address"]
+    facts = {"ib0": {"ipv4": {"address": "192.168.0.1"}}, "default_ipv4": {"address": "10.0.0.1"},
+             "metalserve_fabric": {"uverbs_present": True, "devices": []}}
+    hostvars["a"]["ansible_facts"] = facts
+    hostvars["b"]["ansible_facts"] = {**facts, "ib0": {"ipv4": {"address": "192.168.0.2"}},
+                                      "default_ipv4": {"address": "10.0.0.2"}}
+    known = plan_site(hostvars, {"g": ["a", "b"]})["plans"]["b"]
+    assert known["head_address"] == "192.168.0.1" and known["resolved"] == []
+    assert "--dist-init-addr" in known["argv"] and "192.168.0.1:20000" in known["argv"]
+    assert "DeviceAllow=char-infiniband_verbs rw" in known["files"]["unit"]["content"]
+    # the firewall admits each member's rendezvous and default addresses
+    firewall = known["files"]["firewall"]["content"]
+    assert "10.0.0.1, 10.0.0.2, 192.168.0.1, 192.168.0.2" in firewall
