@@ -3,6 +3,9 @@
 #   registry.sh start                 start it (idempotent; no systemd here, so it runs in the background)
 #   registry.sh standin NAME:TAG [N]  push a tiny stand-in image as 127.0.0.1:5000/NAME:TAG; N changes its
 #                                     content, so a new N is a new image under the same tag
+#   registry.sh router NAME:TAG       push an image holding the REAL sglang-router (pinned in
+#                                     data/sglang/versions.yml) on the lab's Debian base, as 127.0.0.1:5000/NAME:TAG:
+#                                     the stand-in for the lmsysorg/sglang image a docker-mode router runs
 #   registry.sh stop
 # The stand-ins replace vendor images that cannot be pulled here (lmsysorg/sglang): busybox inside, a
 # label saying so, nothing of SGLang.
@@ -46,6 +49,28 @@ standin() {
   docker rmi -f "$REG/$ref" >/dev/null 2>&1 || true
   curl -fsS -o /dev/null -w '%{http_code}' -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
     "http://$REG/v2/${ref%%:*}/manifests/${ref##*:}" | grep -q 200
+}
+
+router() {
+  local ref=$1 version key ctx
+  version=$(sed -n 's/^router_pinned: "\(.*\)"/\1/p' "$(dirname "$0")/../../data/sglang/versions.yml")
+  key="router-$version-$(docker image inspect -f '{{.Id}}' metalserve-lab/debian-systemd:12 | cut -c8-19)"
+  if curl -fsS "http://$REG/v2/${ref%%:*}/manifests/${ref##*:}" -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+       -o /dev/null 2>/dev/null && [ "$(cat "$DIR/$key" 2>/dev/null)" = "$ref" ]; then return; fi
+  ctx=$(mktemp -d)
+  cat >"$ctx/Dockerfile" <<DOCKERFILE
+FROM metalserve-lab/debian-systemd:12
+LABEL org.opencontainers.image.description="stand-in for the lmsysorg/sglang image of a docker-mode router: the lab's Debian base with the real sglang-router $version from PyPI; tests only"
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends python3-venv >/dev/null \\
+ && python3 -m venv /opt/router && /opt/router/bin/pip install -q "sglang-router==$version" \\
+ && rm -rf /var/lib/apt/lists/*
+ENV PATH=/opt/router/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+CMD ["/usr/local/bin/python3", "-m", "sglang_router.launch_router", "--help"]
+DOCKERFILE
+  docker build -q -t "$REG/$ref" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  docker push -q "$REG/$ref" >/dev/null
+  echo "$ref" >"$DIR/$key"
 }
 
 stop() { [ -s "$DIR/pid" ] && kill "$(cat "$DIR/pid")" 2>/dev/null; rm -f "$DIR/pid"; }

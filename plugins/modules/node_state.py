@@ -1,0 +1,260 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""metalserve.sglang.node_state: read, in one module run, everything a role would otherwise check with a
+dozen tasks, and say which of the wanted items differ from the node."""
+from __future__ import absolute_import, annotations, division, print_function
+
+__metaclass__ = type  # pylint: disable=invalid-name
+
+DOCUMENTATION = r"""
+---
+module: node_state
+version_added: 0.2.0
+author: metalserve.sglang contributors (@metalserve)
+short_description: Compare the files, folders, links, accounts and units a role wants with the node, in one run
+description:
+  - Reads, without changing anything, the state of every item a role manages and returns the names of the
+    items that differ from what the role wants (RV(differ)). A role then runs only the tasks for those items, so
+    a run that has nothing to do costs one module execution per role instead of one per item.
+  - Files are compared by SHA-256 of their content, and by mode, owner and group. The wanted content never
+    travels to the node, only its hash (the role computes it on the controller), so secrets stay where they are.
+options:
+  files:
+    description:
+      - Files to compare. Each is C({name, path, sha256, mode, owner, group}); with C(absent=true) the file must
+        not exist. Omitted keys are not compared.
+    type: list
+    elements: dict
+    default: []
+  directories:
+    description: Folders, C({name, path, mode, owner, group}).
+    type: list
+    elements: dict
+    default: []
+  links:
+    description: Symbolic links, C({name, path, src}).
+    type: list
+    elements: dict
+    default: []
+  groups:
+    description: System groups that must exist, C({name, group}).
+    type: list
+    elements: dict
+    default: []
+  users:
+    description: Accounts that must exist, C({name, user, groups}) (C(groups) are supplementary groups it must be in).
+    type: list
+    elements: dict
+    default: []
+  units:
+    description:
+      - systemd units, C({name, unit, enabled, active}); C(enabled) and C(active) are the wanted states (omit one
+        not to compare it). The unit's current C(ActiveState) and C(UnitFileState) are returned.
+    type: list
+    elements: dict
+    default: []
+  commands:
+    description:
+      - Read-only commands whose output a role compares itself, C({name, argv}); the output is returned under
+        RV(state), the command is never run through a shell, and a missing program reads as C(rc=127).
+    type: list
+    elements: dict
+    default: []
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Read what the server role manages
+  metalserve.sglang.node_state:
+    files:
+      - {name: unit, path: /etc/systemd/system/sglang-glm-5.3.service, sha256: "{{ unit_text | hash('sha256') }}",
+         mode: "0644", owner: root, group: root}
+      - {name: token, path: /etc/sglang/glm-5.3.hf_token, absent: true}
+    directories:
+      - {name: config_dir, path: /etc/sglang, mode: "0755", owner: root, group: root}
+    units:
+      - {name: service, unit: sglang-glm-5.3.service, enabled: true}
+  register: probe
+
+- name: Write the unit only when it differs
+  ansible.builtin.copy:
+    dest: /etc/systemd/system/sglang-glm-5.3.service
+    content: "{{ unit_text }}"
+    mode: "0644"
+  when: "'unit' in probe.differ"
+"""
+
+RETURN = r"""
+differ:
+  description: Names of the items that differ from what was asked (or cannot be read).
+  returned: always
+  type: list
+  elements: str
+  sample: [unit, service]
+state:
+  description: What was found, per item name (files - exists, sha256, mode, owner, group; units - active, enabled;
+    commands - rc, stdout).
+  returned: always
+  type: dict
+"""
+
+import grp  # noqa: E402
+import hashlib  # noqa: E402
+import os  # noqa: E402
+import pwd  # noqa: E402
+import stat  # noqa: E402
+import subprocess  # noqa: E402
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+
+def _owner(st):
+    try:
+        owner = pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        owner = str(st.st_uid)
+    try:
+        group = grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        group = str(st.st_gid)
+    return owner, group
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _meta_differs(found, want):
+    for key in ("mode", "owner", "group"):
+        if want.get(key) is not None and str(want[key]) != str(found.get(key)):
+            return True
+    return False
+
+
+def file_state(want):
+    path = want["path"]
+    absent = _truthy(want.get("absent", False))
+    if not os.path.lexists(path):
+        return {"exists": False}, not absent
+    st = os.lstat(path)
+    owner, group = _owner(st)
+    found = {"exists": True, "mode": "%04o" % stat.S_IMODE(st.st_mode), "owner": owner, "group": group,
+             "regular": stat.S_ISREG(st.st_mode)}
+    if absent:
+        return found, True
+    if found["regular"] and want.get("sha256"):
+        found["sha256"] = _sha256(path)
+    differs = (not found["regular"] or (want.get("sha256") and found.get("sha256") != want["sha256"])
+               or _meta_differs(found, want))
+    return found, bool(differs)
+
+
+def directory_state(want):
+    path = want["path"]
+    if not os.path.isdir(path) or os.path.islink(path):
+        return {"exists": os.path.lexists(path), "directory": False}, True
+    st = os.stat(path)
+    owner, group = _owner(st)
+    found = {"exists": True, "directory": True, "mode": "%04o" % stat.S_IMODE(st.st_mode), "owner": owner,
+             "group": group}
+    return found, _meta_differs(found, want)
+
+
+def link_state(want):
+    path = want["path"]
+    if not os.path.islink(path):
+        return {"exists": os.path.lexists(path), "link": False}, True
+    target = os.readlink(path)
+    return {"exists": True, "link": True, "src": target}, target != want.get("src")
+
+
+def group_state(want):
+    try:
+        grp.getgrnam(want["group"])
+        return {"exists": True}, False
+    except KeyError:
+        return {"exists": False}, True
+
+
+def user_state(want):
+    try:
+        entry = pwd.getpwnam(want["user"])
+    except KeyError:
+        return {"exists": False}, True
+    member_of = sorted(g.gr_name for g in grp.getgrall() if want["user"] in g.gr_mem)
+    missing = sorted(set(want.get("groups") or []) - set(member_of))
+    return {"exists": True, "uid": entry.pw_uid, "groups": member_of}, bool(missing)
+
+
+def _truthy(value):
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def unit_state(want, systemctl):
+    if not systemctl:
+        return {"known": False}, True
+    out = subprocess.run([systemctl, "show", want["unit"], "--property", "ActiveState,UnitFileState,LoadState"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    props = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+    found = {"active": props.get("ActiveState", ""), "enabled": props.get("UnitFileState", ""),
+             "loaded": props.get("LoadState", "")}
+    differs = found["loaded"] != "loaded"
+    if want.get("enabled") is not None:
+        differs = differs or (found["enabled"] == "enabled") != _truthy(want["enabled"])
+    if want.get("active") is not None:
+        differs = differs or (found["active"] == "active") != _truthy(want["active"])
+    return found, differs
+
+
+def command_state(want):
+    try:
+        out = subprocess.run(list(want["argv"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             universal_newlines=True, check=False)
+    except OSError:
+        return {"rc": 127, "stdout": ""}, False
+    return {"rc": out.returncode, "stdout": out.stdout.strip()}, False
+
+
+def probe(params, systemctl):
+    state = {}
+    differ = []
+    checks = [("files", file_state), ("directories", directory_state), ("links", link_state),
+              ("groups", group_state), ("users", user_state), ("commands", command_state)]
+    for key, check in checks:
+        for want in params.get(key) or []:
+            state[want["name"]], differs = check(want)
+            if differs:
+                differ.append(want["name"])
+    for want in params.get("units") or []:
+        state[want["name"]], differs = unit_state(want, systemctl)
+        if differs:
+            differ.append(want["name"])
+    return state, differ
+
+
+def main():
+    item = {"type": "list", "elements": "dict", "default": []}
+    module = AnsibleModule(argument_spec={key: dict(item) for key in (
+        "files", "directories", "links", "groups", "users", "units", "commands")}, supports_check_mode=True)
+    state, differ = probe(module.params, module.get_bin_path("systemctl"))
+    module.exit_json(changed=False, differ=differ, state=state)
+
+
+if __name__ == "__main__":
+    main()

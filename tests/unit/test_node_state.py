@@ -1,0 +1,62 @@
+"""node_state reads a node's files, folders, links, accounts and commands against what a role wants (pure
+reads, on this machine's real filesystem and accounts)."""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from ansible_collections.metalserve.sglang.plugins.modules import node_state as ns
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_files_by_hash_mode_and_absence(tmp_path: Path) -> None:
+    unit = tmp_path / "a.service"
+    unit.write_text("[Unit]\n")
+    os.chmod(unit, 0o644)
+    me = ns._owner(unit.stat())
+    same = {"name": "unit", "path": str(unit), "sha256": sha("[Unit]\n"), "mode": "0644", "owner": me[0], "group": me[1]}
+    state, differ = ns.probe({"files": [
+        same,
+        {**same, "name": "content", "sha256": sha("[Unit]\nX=1\n")},
+        {**same, "name": "mode", "mode": "0600"},
+        {"name": "missing", "path": str(tmp_path / "nope"), "sha256": sha("x")},
+        {"name": "gone", "path": str(tmp_path / "nope"), "absent": True},
+        {"name": "still_there", "path": str(unit), "absent": "true"},
+    ]}, None)
+    assert differ == ["content", "mode", "missing", "still_there"]
+    assert state["unit"]["sha256"] == sha("[Unit]\n") and state["unit"]["mode"] == "0644"
+    assert state["missing"] == {"exists": False}
+
+
+def test_folders_links_accounts_and_commands(tmp_path: Path) -> None:
+    (tmp_path / "venvs" / "0.5.23").mkdir(parents=True)
+    (tmp_path / "current").symlink_to(tmp_path / "venvs" / "0.5.23")
+    state, differ = ns.probe({
+        "directories": [{"name": "root", "path": str(tmp_path)}, {"name": "nodir", "path": str(tmp_path / "x")}],
+        "links": [{"name": "current", "path": str(tmp_path / "current"), "src": str(tmp_path / "venvs" / "0.5.23")},
+                  {"name": "stale", "path": str(tmp_path / "current"), "src": str(tmp_path / "venvs" / "0.5.13")}],
+        "groups": [{"name": "g_root", "group": "root"}, {"name": "g_none", "group": "metalserve-no-such-group"}],
+        "users": [{"name": "u_root", "user": "root"}, {"name": "u_none", "user": "metalserve-no-such-user"}],
+        "commands": [{"name": "echo", "argv": ["echo", "uv 0.13.9"]}, {"name": "none", "argv": ["/nonexistent/uv"]}],
+    }, None)
+    assert differ == ["nodir", "stale", "g_none", "u_none"]
+    assert state["echo"] == {"rc": 0, "stdout": "uv 0.13.9"} and state["none"]["rc"] == 127
+
+
+def test_units_without_systemctl_differ() -> None:
+    state, differ = ns.probe({"units": [{"name": "service", "unit": "x.service", "enabled": True}]}, None)
+    assert differ == ["service"] and state["service"] == {"known": False}
+
+
+def test_units_read_from_systemctl(tmp_path: Path) -> None:
+    fake = tmp_path / "systemctl"
+    fake.write_text("#!/bin/sh\nprintf 'ActiveState=active\\nUnitFileState=enabled\\nLoadState=loaded\\n'\n")
+    fake.chmod(0o755)
+    state, differ = ns.probe({"units": [{"name": "up", "unit": "a.service", "enabled": True, "active": True},
+                                        {"name": "want_stopped", "unit": "a.service", "active": "false"}]}, str(fake))
+    assert state["up"] == {"active": "active", "enabled": "enabled", "loaded": "loaded"}
+    assert differ == ["want_stopped"]
