@@ -8,10 +8,17 @@ run against it with the hardware-bound stages off.
   lab.py inventory [--name lab]                             prints the inventory path
 
 Shapes: pd (default) - node1 a PD prefill worker, node2 a PD decode worker, a router in PD mode in front;
-plain - N plain servers behind one router. The servers are GPU-less: SGLang is installed (uv, from the
-venv volume the molecule scenarios share), weights are staged (a tiny checkpoint-shaped folder copied
-from /mnt/shared), units are written, checked by SGLang's own parser and enabled, but not started
-(without a GPU SGLang stops at device detection). The router is real sglang-router and serves.
+plain - N plain servers behind one router; full - the pd shape (with sglang_dist_interface) plus node3 a
+uv server of another SGLang release (0.5.13.post1), node4 a docker-mode server whose image comes through
+a registry mirror (the lab registry's stand-in), and a docker-mode router in front of those two. The
+servers are GPU-less: SGLang is installed (uv, from the venv volume the molecule scenarios share), weights
+are staged (a tiny checkpoint-shaped folder copied from /mnt/shared), units are written, checked by
+SGLang's own parser and enabled, but not started (without a GPU SGLang stops at device detection). The
+PD router is real sglang-router and serves; the docker-mode ones are written and enabled (their image
+is a stand-in; molecule/sglang_router_docker runs a real one).
+Transport: like a real site, Ansible connects over SSH to each container's address on the lab's docker
+network, as the unprivileged `ops` account with sudo, checking host keys against the known_hosts file the
+lab writes from the containers' own keys (read through `docker exec`, never trusted on first use).
 Skipped stages: preflight, drivers, rdma, container_runtime (they need GPUs, HCAs or a real kernel).
 Kept by destroy: the caches it shares with molecule (the image, the uv cache, the venv volume).
 """
@@ -48,8 +55,14 @@ def containers(name: str) -> list[str]:
     return sorted(out.split())
 
 
-def start_container(name: str, host: str, network: str, checkpoint: Path) -> None:
+SSH_KEY = CACHE / "lab" / "ssh" / "id_ed25519"
+USER = "ops"
+
+
+def start_container(name: str, host: str, network: str, checkpoint: Path, docker_socket: bool = False) -> None:
+    extra = ["-v", "/var/run/docker.sock:/var/run/docker.sock"] if docker_socket else []
     sh(["docker", "run", "-d", "--name", host, "--hostname", host, "--network", network, "--label", f"{LABEL}={name}",
+        *extra,
         "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined",
         "--security-opt", "apparmor=unconfined", "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
         "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "-v", f"{CACHE / 'uv'}:/var/cache/sglang-uv",
@@ -67,13 +80,45 @@ def wait_booted(host: str, timeout: float = 120) -> None:
     raise SystemExit(f"{host} did not finish booting in {timeout:.0f}s")
 
 
-def inventory(name: str, servers: list[str], router: str, shape: str, extra: dict | None = None) -> dict:
-    hosts = {h: {} for h in servers}
-    if shape == "pd":
-        hosts[servers[0]] = {"sglang_pd": {"role": "prefill", "transfer_backend": "mooncake"}}
-        hosts[servers[1]] = {"sglang_pd": {"role": "decode", "transfer_backend": "mooncake"}}
-    return {"all": {
-        "vars": {"ansible_connection": "community.docker.docker", "sglang_install_method": "uv",
+def address(host: str) -> str:
+    return sh(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", host]).stdout.strip()
+
+
+def known_hosts(hosts: list[str], path: Path, timeout: float = 60) -> dict[str, str]:
+    """{host: IP}, and known_hosts lines from each container's own host key (read out of band)."""
+    lines, ips = [], {}
+    for host in hosts:
+        end = time.time() + timeout
+        while True:
+            key = sh(["docker", "exec", host, "cat", "/etc/ssh/ssh_host_ed25519_key.pub"], check=False)
+            listening = sh(["docker", "exec", host, "systemctl", "is-active", "ssh"], check=False).stdout.strip()
+            if key.returncode == 0 and listening == "active":
+                break
+            if time.time() > end:
+                raise SystemExit(f"{host}: sshd did not come up in {timeout:.0f}s")
+            time.sleep(0.5)
+        ips[host] = address(host)
+        lines.append(f"{ips[host]} {' '.join(key.stdout.split()[:2])}")
+    path.write_text("\n".join(lines) + "\n")
+    return ips
+
+
+def ssh_vars(known: Path) -> dict:
+    """What an inventory of real nodes says: who to log in as, with which key, which host keys to trust."""
+    return {"ansible_connection": "ssh", "ansible_user": USER, "ansible_ssh_private_key_file": str(SSH_KEY),
+            "ansible_ssh_common_args": f"-o UserKnownHostsFile={known}"}
+
+
+def inventory(name: str, servers: list[str], router: str, shape: str, extra: dict | None = None,
+              ips: dict[str, str] | None = None, known: Path | None = None) -> dict:
+    ips = ips or {}
+    hosts = {h: {"ansible_host": ips[h]} if h in ips else {} for h in servers}
+    if shape in ("pd", "full"):
+        hosts[servers[0]].update(sglang_pd={"role": "prefill", "transfer_backend": "mooncake"})
+        hosts[servers[1]].update(sglang_pd={"role": "decode", "transfer_backend": "mooncake"})
+    transport = ssh_vars(known) if known else {"ansible_connection": "community.docker.docker"}
+    doc = {"all": {
+        "vars": {**transport, "sglang_install_method": "uv",
                  "sglang_rack": f"lab-{name}", **(extra or {})},
         "children": {
             "servers": {"hosts": hosts, "vars": {
@@ -82,8 +127,26 @@ def inventory(name: str, servers: list[str], router: str, shape: str, extra: dic
                 "sglang_model_path": "/var/lib/sglang/models/tiny-org/Tiny",
                 "model_weights_source": "copy", "model_weights_copy_source": "/mnt/shared/tiny-org/Tiny",
                 "sglang_server_start": False}},
-            "routers": {"hosts": {router: {}}, "vars": {
+            "routers": {"hosts": {router: {"ansible_host": ips[router]} if router in ips else {}}, "vars": {
                 "sglang_role": "router", "sglang_router_workers_group": "servers"}}}}}
+    if shape == "full":
+        children = doc["all"]["children"]
+        pd = {h: hosts.pop(h) for h in servers[:2]}
+        for h in pd.values():
+            h["sglang_dist_interface"] = "eth0"
+        children["servers"]["hosts"] = pd
+        # node3 (uv, another release) and node4 (docker, image through the mirror) behind a docker-mode router
+        children["singles"] = {"hosts": {servers[2]: {**hosts[servers[2]], "sglang_version": "0.5.13.post1"},
+                                         servers[3]: {**hosts[servers[3]], "sglang_install_method": "docker",
+                                                      "sglang_install_registry_mirror": "127.0.0.1:5000/",
+                                                      "sglang_server_validate": False}},
+                               "vars": {**children["servers"]["vars"], "sglang_strategy": "low-latency",
+                                        "sglang_extra_args": {"--max-running-requests": 48}}}
+        children["docker_routers"] = {"hosts": {f"{router}2": {"ansible_host": ips.get(f"{router}2")}}, "vars": {
+            "sglang_role": "router", "sglang_router_workers_group": "singles", "sglang_install_method": "docker",
+            "sglang_install_registry_mirror": "127.0.0.1:5000/", "sglang_router_service_start": False,
+            "sglang_instance": "router-singles"}}
+    return doc
 
 
 def ensure_venv(name: str, inv: Path, first: str) -> None:
@@ -92,7 +155,7 @@ def ensure_venv(name: str, inv: Path, first: str) -> None:
         return
     print(f"[lab {name}] installing SGLang into the shared venv volume from {first} (once)")
     play = lab_dir(name) / "fill-venv.yml"
-    play.write_text(yaml.safe_dump([{"name": "Fill the venv volume", "hosts": first, "gather_facts": True,
+    play.write_text(yaml.safe_dump([{"name": "Fill the venv volume", "hosts": first, "gather_facts": True, "become": True,
                                      "roles": [{"role": "metalserve.sglang.sglang_install"}]}]))
     run_ansible(["ansible-playbook", "-i", str(inv), str(play)], quiet=True)
 
@@ -119,6 +182,11 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None) -> Path:
         raise SystemExit(f"lab {name} exists ({', '.join(containers(name))}); `lab.py destroy --name {name}` first")
     if shape == "pd" and servers != 2:
         raise SystemExit("the pd shape has exactly 2 servers (prefill and decode)")
+    if shape == "full":
+        servers = 4
+        registry = str(ROOT / "tests" / "lab" / "registry.sh")
+        sh(["bash", registry, "start"])
+        sh(["bash", registry, "standin", "lmsysorg/sglang:latest", "1"])
     checkpoint = CACHE / "lab" / "weights-src"
     if not (checkpoint / "model.safetensors.index.json").exists():
         sh([sys.executable, str(ROOT / "tests" / "lab" / "make_checkpoint.py"), str(checkpoint)])
@@ -126,14 +194,18 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None) -> Path:
     sh(["docker", "network", "create", "--label", f"{LABEL}={name}", network])
     nodes = [f"metalserve-{name}-node{i}" for i in range(1, servers + 1)]
     router = f"metalserve-{name}-router"
-    for host in nodes + [router]:
-        start_container(name, host, network, checkpoint)
-    for host in nodes + [router]:
+    every = nodes + [router] + ([f"{router}2"] if shape == "full" else [])
+    for host in every:
+        start_container(name, host, network, checkpoint,
+                        docker_socket=shape == "full" and host in (nodes[-1], f"{router}2"))
+    for host in every:
         wait_booted(host)
     lab_dir(name).mkdir(parents=True, exist_ok=True)
+    known = lab_dir(name) / "known_hosts"
+    ips = known_hosts(every, known)
     inv = lab_dir(name) / "hosts.yml"
-    inv.write_text("# Written by tests/lab/lab.py: a lab site of GPU-less systemd containers\n"
-                   + yaml.safe_dump(inventory(name, nodes, router, shape, extra), sort_keys=False))
+    inv.write_text("# Written by tests/lab/lab.py: a lab site of GPU-less systemd containers, reached over SSH\n"
+                   + yaml.safe_dump(inventory(name, nodes, router, shape, extra, ips, known), sort_keys=False))
     ensure_venv(name, inv, nodes[0])
     print(f"[lab {name}] up: {', '.join(nodes + [router])}; inventory {inv}")
     return inv
@@ -170,7 +242,7 @@ def main() -> int:
     ap.add_argument("command", choices=["up", "converge", "destroy", "inventory", "status"])
     ap.add_argument("--name", default="lab")
     ap.add_argument("--servers", type=int, default=2)
-    ap.add_argument("--shape", choices=["pd", "plain"], default="pd")
+    ap.add_argument("--shape", choices=["pd", "plain", "full"], default="pd")
     ap.add_argument("--check", action="store_true")
     args, extra = ap.parse_known_args()
     if args.command == "up":

@@ -3,15 +3,20 @@
 #   1. Debian packages: docker.io, debootstrap (and the tools the stand-in apt repo needs later)
 #   2. dockerd, started in the background when no daemon answers (CI machines have no systemd)
 #   3. the systemd test image metalserve-lab/debian-systemd:12, built with debootstrap (Docker Hub is
-#      unreachable) and cached as a rootfs tarball keyed by its recipe
+#      unreachable) and cached as a rootfs tarball keyed by its recipe. It runs sshd (host keys made at
+#      each container's first boot, so every container has its own) and has two unprivileged accounts the
+#      tests connect as: `ops` (passwordless sudo) and `opsvault` (sudo with the password kept in
+#      tests/lab/vault/sudo.yml, an ansible-vault file), both logging in with the lab key
+#      ($CACHE/ssh/id_ed25519, made here once).
 # Env: METALSERVE_CACHE (default ~/.cache/metalserve-sglang), LAB_IMAGE, MIRROR.
 set -euo pipefail
 CACHE=${METALSERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metalserve-sglang}/lab
 IMAGE=${LAB_IMAGE:-metalserve-lab/debian-systemd:12}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
-PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,python3-debian,sudo,iproute2,procps,ca-certificates,kmod"
-RECIPE=3   # bump when the customisation below changes
+PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,python3-debian,sudo,iproute2,procps,ca-certificates,kmod,openssh-server"
+RECIPE=4   # bump when the customisation below changes
+HERE=$(cd "$(dirname "$0")" && pwd)
 export DEBIAN_FRONTEND=noninteractive
 mkdir -p "$CACHE"
 t0=$SECONDS
@@ -35,8 +40,14 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { tail -20 "$CACHE/dockerd.log" >&2; exit 1; }
 fi
 
-key=$( { echo "$RECIPE $SUITE $PACKAGES $MIRROR"; cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true; } \
-       | sha256sum | cut -c1-16)
+# the lab's SSH key (its public half goes into the image)
+if [ ! -s "$CACHE/ssh/id_ed25519" ]; then
+  mkdir -p "$CACHE/ssh" && chmod 700 "$CACHE/ssh"
+  ssh-keygen -q -t ed25519 -N "" -C "metalserve-lab" -f "$CACHE/ssh/id_ed25519"
+fi
+SUDO_HASH=$(cat "$HERE/vault/sudo-password.sha512")
+key=$( { echo "$RECIPE $SUITE $PACKAGES $MIRROR $SUDO_HASH"; cat "$CACHE/ssh/id_ed25519.pub";
+         cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true; } | sha256sum | cut -c1-16)
 if [ "$(docker image inspect -f '{{ index .Config.Labels "metalserve.lab.key" }}' "$IMAGE" 2>/dev/null || true)" != "$key" ]; then
   tarball="$CACHE/rootfs-$SUITE-$key.tar"
   if [ ! -s "$tarball" ]; then
@@ -58,6 +69,23 @@ if [ "$(docker image inspect -f '{{ index .Config.Labels "metalserve.lab.key" }}
       ln -sf /dev/null "$rootfs/etc/systemd/system/$unit"
     done
     : >"$rootfs/etc/machine-id"; rm -f "$rootfs/var/lib/dbus/machine-id"
+    # sshd: no host keys in the image; each container makes its own at first boot, before ssh starts
+    rm -f "$rootfs"/etc/ssh/ssh_host_*
+    printf '[Unit]\nDescription=SSH host keys of this container\nBefore=ssh.service\n[Service]\nType=oneshot\nExecStart=/usr/bin/ssh-keygen -A\n[Install]\nWantedBy=multi-user.target\n' \
+      >"$rootfs/etc/systemd/system/metalserve-lab-hostkeys.service"
+    ln -sf ../metalserve-lab-hostkeys.service "$rootfs/etc/systemd/system/multi-user.target.wants/metalserve-lab-hostkeys.service"
+    printf 'PasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin no\n' >"$rootfs/etc/ssh/sshd_config.d/lab.conf"
+    # the accounts the tests connect as: ops (passwordless sudo), opsvault (sudo asks for its password)
+    for user in ops opsvault; do
+      chroot "$rootfs" useradd -m -s /bin/bash "$user"
+      install -d -m 700 "$rootfs/home/$user/.ssh"
+      install -m 600 "$CACHE/ssh/id_ed25519.pub" "$rootfs/home/$user/.ssh/authorized_keys"
+      chroot "$rootfs" chown -R "$user:$user" "/home/$user/.ssh"
+    done
+    chroot "$rootfs" usermod -p "$SUDO_HASH" opsvault
+    echo 'ops ALL=(ALL) NOPASSWD: ALL' >"$rootfs/etc/sudoers.d/ops"
+    echo 'opsvault ALL=(ALL) ALL' >"$rootfs/etc/sudoers.d/opsvault"
+    chmod 440 "$rootfs/etc/sudoers.d/ops" "$rootfs/etc/sudoers.d/opsvault"
     # no apt lists in the image; an old lists mtime keeps apt's cache_valid_time from trusting them
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
     mkdir -p "$rootfs/var/lib/apt/lists/partial"; touch -d @0 "$rootfs/var/lib/apt/lists"
