@@ -273,7 +273,7 @@ def worker(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------------------------------- parent
 
 
-def tail(path: str, lines: int = 25) -> str:
+def tail(path: str, lines: int = 80) -> str:
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             return "\n".join(handle.read().splitlines()[-lines:])
