@@ -466,3 +466,9 @@ def test_gpus_yml_acceptance_is_consistent() -> None:
         a = platform["acceptance"]
         assert a["allreduce_link_gb_s"] == pytest.approx(a["links"] * a["link_gb_s"]), gpu_id
         assert 0 < a["allreduce_min_fraction"] < 1 and 0 < a["memory_min_fraction"] < 1 and a["calibration"]
+
+
+def test_a_measurement_that_saw_fewer_gpus_is_judged_over_those_with_a_warning() -> None:
+    report = judge({"node": node(), "bench": bench("healthy", X1)})  # nvidia-smi shows 2, torch was given 1
+    assert report.ok and report.row["busbw_peak_gb_s"] == "n/a"
+    assert any(w.startswith("the measurement saw 1 of the node's 2 GPUs") for w in report.warnings)

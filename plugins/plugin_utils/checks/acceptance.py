@@ -649,6 +649,11 @@ def _check_bench(report: HostReport, parsed: dict[str, Any], bench: dict[str, An
         report.refuse("memory", f"GPU memory copy bandwidth (read + write, slowest GPU): measured {_gb(copy)}, "
                       f"expected at least {_gb(lim.memory_min_fraction * spec)} ({lim.memory_min_fraction:g} x "
                       f"{spec:g} GB/s HBM; node_acceptance_memory_min_fraction)", "clocks and throttling (nvidia-smi -q -d PERFORMANCE,CLOCK), power limits")
+    measured = int(bench["world_size"] or 0)
+    if 0 < measured < gpus and not bench["errors"]:
+        report.warnings.append(f"the measurement saw {measured} of the node's {gpus} GPUs (CUDA_VISIBLE_DEVICES / "
+                               "HIP_VISIBLE_DEVICES in the serving environment?); all-reduce judged over those")
+        gpus = measured
     if gpus < 2:
         return
     if bench["incorrect_sizes"]:
@@ -707,7 +712,7 @@ def judge_host(host: str, raw: dict[str, Any], platforms: dict[str, Any], overri
     _check_links(report, parsed)
     _check_xids(report, parsed, xids or xid_table())
     _check_bench(report, parsed, bench, raw.get("bench_skipped"), gpus)
-    if gpus < 2:
+    if gpus < 2 or (bench["world_size"] == 1):
         report.row.update(busbw_peak_gb_s="n/a", busbw_floor_gb_s=None)
     return report
 
