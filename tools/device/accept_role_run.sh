@@ -84,7 +84,7 @@ ls /tmp | grep -c '^metalserve-accept-' > "$work/out/left-on-node.txt"
 tar czf "$OUT/role-run.tgz" -C "$work/out" .
 for f in "$work"/out/*.log; do
   echo "### $(basename "$f")"
-  grep -E "^(ok|changed|fatal|failed|rc=)|PLAY RECAP|: ok=|node acceptance:|^  - |measured|not judged|WARNING\]: (h200|pair|bad|node)" "$f" | cut -c1-400 | head -30
+  grep -E "^rc=|: ok=|^ *node acceptance:|^ *- |^ *(h200|pair|bad)[a-z0-9-]* \(|WARNING\]: (h200|pair|bad)" "$f" | cut -c1-600 | head -30
 done
 for d in "$work"/out/*/; do echo "### $d"; cat "$d/ACCEPTANCE.md" 2>/dev/null | tail -n +6; done
 echo "left on node: $(cat "$work/out/left-on-node.txt")"

@@ -702,6 +702,7 @@ def judge_host(host: str, raw: dict[str, Any], platforms: dict[str, Any], overri
                   "xids": [e["xid"] for e in parsed["xids"]], "nvlink_active": [
                       sum(1 for s in (st.get("links") or {}).values() if s) for st in parsed["nvlink"]]}
     if not _check_gpus(report, parsed):
+        report.row.update(busbw_floor_gb_s=None, memory_floor_gb_s=None)
         return report
     if platform is None:
         report.warnings.append("GPU model not in the platform table (data/gpus.yml / sglang_gpu_platforms): "
