@@ -87,8 +87,9 @@ class ActionModule(ActionBase):
         result.update(changed=False, refused=refused, written=written,
                       report={h: {k: v for k, v in dict(r.as_dict(), fabric=fabric.get(h, [])).items()
                                   if k not in ("summary", "limits")} for h, r in by_host.items()})
+        result["report_text"] = acceptance.report_text(reports, fabric, enforce) if refused else ""
         if refused:
-            message = acceptance.report_text(reports, fabric, enforce)
+            message = result["report_text"]
             if enforce:
                 result.update(failed=True, msg=message)
             else:

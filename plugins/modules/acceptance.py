@@ -68,6 +68,11 @@ report:
   description: Per host, ok, problems, checks_failed, warnings, limits, summary and fabric problems.
   returned: always
   type: dict
+report_text:
+  description: The message naming every refused host (empty when all are accepted); with enforce=false it is the
+    warning the play shows.
+  returned: always
+  type: str
 written:
   description: Files written on the controller.
   returned: always

@@ -472,3 +472,29 @@ def test_a_measurement_that_saw_fewer_gpus_is_judged_over_those_with_a_warning()
     report = judge({"node": node(), "bench": bench("healthy", X1)})  # nvidia-smi shows 2, torch was given 1
     assert report.ok and report.row["busbw_peak_gb_s"] == "n/a"
     assert any(w.startswith("the measurement saw 1 of the node's 2 GPUs") for w in report.warnings)
+
+
+# ---------------------------------------------------------------------------------------------- the role on a real node
+
+ROLE = FIX / "h200-x2-role"
+
+
+@pytest.mark.parametrize("run, host, verdict", [("healthy", "h200-x2", "accepted"), ("healthy-again", "h200-x2", "accepted"),
+                                                ("p2p-off", "h200-x2", "refused"), ("pair", "pair0", "accepted"),
+                                                ("badpair", "bad0", "refused")])
+def test_the_reports_the_role_wrote_on_a_real_node_are_what_its_raw_results_judge_to(run: str, host: str,
+                                                                                       verdict: str) -> None:
+    doc = load(ROLE / run / f"{host}.json")
+    assert doc["verdict"] == verdict
+    again = judge(doc["raw"], host=host, **{k: v for k, v in doc["limits"].items() if k in (
+        "expected_gpus", "allreduce_min_fraction", "memory_min_fraction")})
+    assert [p.text() for p in again.problems] == doc["problems"]
+
+
+def test_the_role_changed_nothing_on_a_real_node_in_normal_and_check_mode() -> None:
+    for run in ("healthy", "healthy-again", "healthy-check", "pair"):
+        log = (ROLE / f"{run}.log").read_text()
+        assert log.rstrip().endswith("rc=0")
+        assert re.findall(r"changed=(\d+)", log) and set(re.findall(r"changed=(\d+)", log)) == {"0"}
+    assert (ROLE / "left-on-node.txt").read_text().strip() == "0"
+    assert not (ROLE / "healthy-check").exists()  # check mode writes no report
