@@ -408,9 +408,11 @@ def test_error_summary_keeps_the_cause_not_the_traceback() -> None:
 
 def test_the_docker_probe_runs_under_the_serving_containers_conditions() -> None:
     """Whatever the serving unit gives its container (GPUs, IPC, shm, HCAs) the probe's container gets too."""
-    plan = {"instance": "i", "members": ["a", "b"], "argv": ["--model-path", "/w"], "recipe": {
-        "vendor": "nvidia", "port": 30000, "pd_role": None}}
-    serving = docker_run(plan, {"env_file": "/e", "image": "img", "rdma": True, "hf_cache": "/c"})
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+    pair = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_nodes": 2, "sglang_instance_group": "g",
+            "sglang_image": "img:v0.5.23", "ansible_facts": {"metalserve_fabric": {"uverbs_present": True, "devices": []}}}
+    plan = host_plan("a", {"a": pair, "b": pair}, {"g": ["a", "b"]})
+    serving = docker_run(plan)
     probe = acc.launcher("docker", "nvidia", "", "img", "/tmp/p", {"NCCL_IB_HCA": "=mlx5_0:1"}, True,
                          yaml.safe_load((ROOT / "data" / "sglang" / "docker.yml").read_text()))
     for flag in ("--gpus", "all", "--ipc=host", "--shm-size", "32g", "--network=host", "--device", "/dev/infiniband",
