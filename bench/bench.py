@@ -12,6 +12,12 @@ and a --check run. Each run records wall time, changed tasks (from the recap) an
   ref:<rev>     the collection as of git revision <rev> with that revision's ansible.cfg (a git worktree under
                 .cache/bench-worktrees): the role-level optimizations since <rev>, measured in the same run.
 
+Transport: like a real site, over SSH to each lab node as an unprivileged user with sudo (tests/lab/lab.py);
+the docker profile (this checkout over `docker exec` as root) and ref:<rev> profiles (earlier revisions knew no
+other transport) use the docker connection.
+Per host, beside the wall times: node-side CPU seconds (each lab container's cgroup CPU time during the run),
+controller CPU seconds (ansible-playbook and its children, divided by the hosts), and module executions
+(bench/callback_plugins/module_count.py: task results that ran a module on the host, loop items each).
 Absolute times on shared machines are noisy; the report states ratios measured within one run:
 no-op(N) / no-op(1) and no-op / first converge.
 Writes <out>/results.json, <out>/README.md (tables) and <out>/bench.png (time against N).
@@ -38,7 +44,8 @@ import lab  # noqa: E402
 
 DEFAULTS = {"ANSIBLE_FORKS": "5", "ANSIBLE_PIPELINING": "False", "ANSIBLE_GATHERING": "implicit",
             "ANSIBLE_CACHE_PLUGIN": "memory"}
-PROFILE_ENV = {"tuned": {}, "nopipelining": {"ANSIBLE_PIPELINING": "False"}, "defaults": DEFAULTS}
+PROFILE_ENV = {"tuned": {}, "docker": {}, "nopipelining": {"ANSIBLE_PIPELINING": "False"}, "defaults": DEFAULTS}
+CALLBACKS = ROOT / "bench" / "callback_plugins"
 RUNS = ("first", "noop", "check")
 
 
@@ -67,6 +74,30 @@ def controller_cpu_s() -> float:
     """CPU seconds of finished child processes: ansible-playbook with its forks and docker exec clients."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def cgroup_cpu_ns(container: str) -> int | None:
+    """CPU time a lab container (its systemd and everything under it) has used, from the host's cgroup files."""
+    cid = subprocess.run(["docker", "inspect", "-f", "{{.Id}}", container], capture_output=True, text=True,
+                         check=False).stdout.strip()
+    if not cid:
+        return None
+    v1 = Path(f"/sys/fs/cgroup/cpuacct/docker/{cid}/cpuacct.usage")
+    if v1.exists():
+        return int(v1.read_text())
+    for v2 in (Path(f"/sys/fs/cgroup/docker/{cid}/cpu.stat"), Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope/cpu.stat")):
+        if v2.exists():
+            stats = dict(line.split() for line in v2.read_text().splitlines())
+            return int(stats["usage_usec"]) * 1000
+    return None
+
+
+def nodes_cpu_ns(name: str) -> dict[str, int | None]:
+    return {host: cgroup_cpu_ns(host) for host in lab.containers(name)}
+
+
+def transport(profile: str) -> str:
+    return "docker" if profile == "docker" or profile.startswith("ref:") else "ssh"
 
 
 def profile_root(profile: str) -> Path:
@@ -105,23 +136,33 @@ def profile_env(profile: str) -> dict[str, str]:
 
 
 def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT) -> dict[str, Any]:
-    extra_env = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "40",
-                 **env}
+    counts_file = lab.lab_dir(name) / f"modules-{kind}.json"
+    extra_env = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks,module_count",
+                 "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "BENCH_MODULE_COUNT": str(counts_file),
+                 "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "40", **env}
     inv = lab.lab_dir(name) / "hosts.yml"
     args = ["ansible-playbook", "-i", str(inv), "playbooks/site.yml", "--skip-tags", lab.SKIP]
-    if env.get("ANSIBLE_STRATEGY", "").startswith("mitogen"):
-        # mitogen swaps in its own transport for the short connection names only (docker, ssh, ...)
-        args += ["-e", "ansible_connection=docker"]
     if kind == "check":
         args.append("--check")
+    nodes0 = nodes_cpu_ns(name)
     busy0, ctl0, t0 = machine_busy_s(), controller_cpu_s(), time.monotonic()
     proc = lab.run_ansible(args, quiet=True, extra_env=extra_env, root=root)
     wall = time.monotonic() - t0
     busy, ctl = machine_busy_s() - busy0, controller_cpu_s() - ctl0
+    nodes1 = nodes_cpu_ns(name)
+    node_s = [(nodes1[h] - nodes0[h]) / 1e9 for h in nodes0 if nodes0[h] is not None and nodes1.get(h) is not None]
     recap = parse_recap(proc.stdout)
+    hosts = max(1, len(recap))
+    counts = json.loads(counts_file.read_text()) if counts_file.exists() else {"hosts": {}, "actions": {}}
+    modules = [counts["hosts"].get(h, 0) for h in recap]
     return {"run": kind, "wall_s": round(wall, 1), "rc": proc.returncode,
             # CPU seconds: the whole machine (controller + every lab node share its cores) and the controller alone
             "busy_cpu_s": round(busy, 1), "controller_cpu_s": round(ctl, 1), "cores": os.cpu_count(),
+            "controller_cpu_s_per_host": round(ctl / hosts, 2),
+            "node_cpu_s_per_host": round(sum(node_s) / len(node_s), 2) if node_s else None,
+            "node_cpu_s_max": round(max(node_s), 2) if node_s else None,
+            "modules_per_host": round(sum(modules) / len(modules), 1) if modules else None,
+            "modules_by_action": counts["actions"],
             "changed": sum(h.get("changed", 0) for h in recap.values()),
             "failed": sum(h.get("failed", 0) for h in recap.values()), "hosts": len(recap),
             "slowest": parse_profile(proc.stdout)}
@@ -141,7 +182,7 @@ def measure(sizes: list[int], specs: list[str]) -> dict[str, Any]:
         for n in profile_sizes:
             name = f"bench{n}p{index}"
             lab.destroy(name, roots=(root,))
-            lab.up(name, n, "plain")
+            lab.up(name, n, "plain", transport=transport(profile))
             try:
                 for kind in RUNS:
                     run = one_run(name, kind, env, root)
@@ -175,9 +216,11 @@ def busy_cores(run: dict[str, Any]) -> str:
 
 def describe(profile: str) -> str:
     if profile.startswith("ref:"):
-        return f"the collection as of {profile[4:]}, with its ansible.cfg"
-    return {"tuned": "this checkout, its ansible.cfg", "nopipelining": "this checkout, ANSIBLE_PIPELINING=False",
-            "mitogen": "this checkout, its ansible.cfg, mitogen_linear strategy and mitogen's docker transport",
+        return f"the collection as of {profile[4:]}, with its ansible.cfg, over docker exec as root"
+    return {"tuned": "this checkout, its ansible.cfg, over SSH as a sudo user",
+            "docker": "this checkout, its ansible.cfg, over docker exec as root (the transport of earlier rounds)",
+            "nopipelining": "this checkout, ANSIBLE_PIPELINING=False",
+            "mitogen": "this checkout, its ansible.cfg, mitogen_linear strategy and mitogen's SSH transport",
             "defaults": "this checkout, Ansible defaults: " + ", ".join(f"{k}={v}" for k, v in DEFAULTS.items())}[profile]
 
 
@@ -210,8 +253,9 @@ def markdown(results: dict[str, Any]) -> str:
     for profile in results["profiles"]:
         lines += [f"## {profile} ({describe(profile)})",
                   "", "| N | first s | no-op s | check s | no-op / no-op(N=1) | no-op / first | changed first | changed no-op "
-                  "| changed check | no-op cores busy | no-op controller CPU s |",
-                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "| changed check | no-op cores busy | no-op controller CPU s | no-op node CPU s / host "
+                  "| no-op controller CPU s / host | no-op modules / host |",
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         runs = {(r["nodes"], r["run"]): r for r in results["runs"] if r["profile"] == profile}
         for n in results["sizes"]:
             if (n, "noop") not in runs:
@@ -220,7 +264,9 @@ def markdown(results: dict[str, Any]) -> str:
             r = rat[profile][n]
             lines.append(f"| {n} | {f['wall_s']} | {o['wall_s']} | {c['wall_s']} | {r['noop_vs_noop1']} | "
                          f"{r['noop_vs_first']} | {f['changed']} | {o['changed']} | {c['changed']} | "
-                         f"{busy_cores(o)} of {o.get('cores', '?')} | {o.get('controller_cpu_s', '')} |")
+                         f"{busy_cores(o)} of {o.get('cores', '?')} | {o.get('controller_cpu_s', '')} | "
+                         f"{o.get('node_cpu_s_per_host', '')} | {o.get('controller_cpu_s_per_host', '')} | "
+                         f"{o.get('modules_per_host', '')} |")
         lines.append("")
         top = next((r for r in results["runs"] if r["profile"] == profile and r["run"] == "noop"
                     and r["nodes"] == max(results["sizes"])), None)

@@ -1,13 +1,18 @@
-"""site.yml on the lab (tests/lab/lab.py: two GPU-less nodes as a PD pair and a real router, the code
-behind `make lab` / `make lab-destroy`), with an HF token, an API key and a registry password set:
+"""site.yml on the lab (tests/lab/lab.py, the code behind `make lab`, in its `full` shape: a PD pair with
+sglang_dist_interface behind a real sglang-router, a uv server of another SGLang release, a docker-mode server
+whose image comes through a registry mirror, and a docker-mode router), over SSH as an unprivileged user with
+sudo, with an HF token, an API key and a registry password set:
 
 - converge at -vvv, then a second converge changes nothing, then --check --diff changes nothing;
+- what rendered/ shows is byte for byte what each node got: render.yml over the same inventory and the
+  facts site.yml cached, compared with the unit, environment file (secrets masked) and docker command on
+  each node;
 - the secrets audit: each secret appears nowhere outside its own file (0600 environment file, 0640
   --config file): not in Ansible's -vvv or --diff output, rendered/, unit files, `systemctl show`, any
   process's command line, the journal, or `docker inspect` of the nodes;
 - destroy leaves no container, network or inventory behind.
-Docker-mode servers are not in this lab (no SGLang image is reachable); that their token is a mounted
-file rather than container environment is unit tested (test_serving_units.py).
+The docker-mode server and router are written and enabled, not started (their image is a stand-in; the
+docker-mode router runs for real in molecule/sglang_router_docker).
 """
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ SECRETS = {"sglang_hf_token": "hf_AUDIT_token_5c1b2e9d", "sglang_api_key": "sk-A
 @pytest.fixture(scope="module")
 def site() -> dict:
     lab.destroy(NAME)
-    inv = lab.up(NAME, 2, "pd", SECRETS)
+    inv = lab.up(NAME, 4, "full", SECRETS)
     runs = {}
     try:
         for key, extra in (("first", ["-vvv"]), ("second", []), ("check", ["--check", "--diff", "-v"])):
@@ -57,7 +62,7 @@ def test_converges_then_changes_nothing(site: dict) -> None:
     first, second, check = (site["runs"][k] for k in ("first", "second", "check"))
     assert first.returncode == 0, first.stdout[-3000:]
     assert second.returncode == 0 and check.returncode == 0
-    assert len(recap(second.stdout)) == 3
+    assert len(recap(second.stdout)) == 6
     for name, proc in (("second", second), ("check", check)):
         for host, line in recap(proc.stdout).items():
             assert "changed=0" in line and "failed=0" in line, f"{name} {host}: {line}"
@@ -70,7 +75,49 @@ def test_router_serves_and_workers_are_enabled(site: dict) -> None:
     assert health.strip() == "200"
     for node in (h for h in site["hosts"] if "node" in h):
         units = docker("exec", node, "systemctl", "list-unit-files", "sglang-*", "--no-legend")
-        assert re.search(r"sglang-glm-5\.3-(prefill|decode)\.service\s+enabled", units), units
+        assert re.search(r"sglang-glm-5\.3(-prefill|-decode)?\.service\s+enabled", units), units
+
+
+def node_file(host: str, path: str) -> str:
+    return subprocess.run(["docker", "exec", host, "cat", path], capture_output=True, text=True, check=True).stdout
+
+
+def test_nodes_got_exactly_what_render_shows(site: dict, tmp_path: Path) -> None:
+    """render.yml over the same inventory, with the facts site.yml cached: every node's files are the preview's."""
+    render = lab.run_ansible(["ansible-playbook", "-i", str(site["inv"]), "playbooks/render.yml", "-e",
+                              f"sglang_render_dir={tmp_path}"], quiet=True)
+    assert render.returncode == 0
+    plan_md = (tmp_path / "PLAN.md").read_text()
+    assert "None: every value in rendered/ is what the nodes get." in plan_md  # every fact was known
+    compared = 0
+    for host in site["hosts"]:
+        rendered = tmp_path / host
+        units = sorted(rendered.glob("sglang-*.service"))
+        assert len(units) == 1, (host, sorted(p.name for p in rendered.iterdir()))
+        unit = units[0]
+        assert node_file(host, f"/etc/systemd/system/{unit.name}") == unit.read_text(), f"{host}: {unit.name}"
+        compared += 1
+        if (rendered / "serve.env").exists():
+            env_path = re.search(r"^EnvironmentFile=(\S+)$", unit.read_text(), re.M).group(1)
+            on_node = node_file(host, env_path).replace(SECRETS["sglang_hf_token"], "<secret: sglang_hf_token>")
+            assert on_node == (rendered / "serve.env").read_text(), f"{host}: {env_path}"
+            compared += 1
+        if (rendered / "docker-run.sh").exists():
+            import shlex
+            argv = shlex.split((rendered / "docker-run.sh").read_text().split("exec ", 1)[1].replace("\\\n", " "))
+            exec_start = unit.read_text().split("ExecStart=", 1)[1].split("\nExecStop", 1)[0].replace("\\\n", " ")
+            assert shlex.split(exec_start) == argv, host
+    # the features this lab exists for, as the nodes have them
+    by_name = {h.rsplit("-", 1)[1]: h for h in site["hosts"]}
+    mirror = node_file(by_name["node4"], "/etc/systemd/system/sglang-glm-5.3.service")
+    assert "127.0.0.1:5000/lmsysorg/sglang:latest" in mirror                       # the registry mirror
+    assert "/opt/sglang/venvs/0.5.13.post1/bin/sglang" in node_file(by_name["node3"], "/etc/systemd/system/sglang-glm-5.3.service")
+    router2 = node_file(by_name["router2"], "/etc/systemd/system/sglang-router-singles.service")
+    assert "/usr/bin/docker run" in router2 and "127.0.0.1:5000/lmsysorg/sglang:latest" in router2
+    ip = docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", by_name["node1"]).strip()
+    env1 = node_file(by_name["node1"], "/etc/sglang/glm-5.3-prefill.env")
+    assert "NCCL_SOCKET_IFNAME=eth0" in env1 and ip                                # sglang_dist_interface
+    print(f"\npreview is deploy: {compared} files on {len(site['hosts'])} nodes identical to rendered/")
 
 
 def test_secrets_audit(site: dict, tmp_path: Path) -> None:
@@ -93,8 +140,15 @@ def test_secrets_audit(site: dict, tmp_path: Path) -> None:
     assert leaks == []
     # where they must be, with the right modes
     for node in (h for h in site["hosts"] if "node" in h):
-        env = docker("exec", node, "sh", "-c", "stat -c '%a %U' /etc/sglang/glm-5.3-*.env; cat /etc/sglang/glm-5.3-*.env")
-        assert env.startswith("600 root") and f"HF_TOKEN={SECRETS['sglang_hf_token']}" in env
+        docker_mode = node.endswith("node4")
+        env = docker("exec", node, "sh", "-c", "stat -c '%a %U' /etc/sglang/glm-5.3*.env; cat /etc/sglang/glm-5.3*.env")
+        assert env.startswith("600 root"), env
+        if docker_mode:  # the container gets the token as a mounted file, never in its environment
+            token = docker("exec", node, "sh", "-c", "stat -c '%a %U' /etc/sglang/*.hf_token; cat /etc/sglang/*.hf_token")
+            assert token.startswith("600 root") and SECRETS["sglang_hf_token"] in token
+            assert "HF_TOKEN_PATH=/run/secrets/hf_token" in env and SECRETS["sglang_hf_token"] not in env
+        else:
+            assert f"HF_TOKEN={SECRETS['sglang_hf_token']}" in env
         cfg = docker("exec", node, "sh", "-c", "stat -c '%a %U %G' /etc/sglang/*.secrets.yaml; cat /etc/sglang/*.secrets.yaml")
-        assert cfg.startswith("640 root sglang") and SECRETS["sglang_api_key"] in cfg
+        assert cfg.startswith("640 root " + ("root" if docker_mode else "sglang")) and SECRETS["sglang_api_key"] in cfg
     print(f"\nsecrets audit: {len(SECRETS)} secrets x {len(places)} places, 0 leaks")

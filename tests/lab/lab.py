@@ -113,7 +113,7 @@ def ssh_vars(known: Path) -> dict:
 def inventory(name: str, servers: list[str], router: str, shape: str, extra: dict | None = None,
               ips: dict[str, str] | None = None, known: Path | None = None) -> dict:
     ips = ips or {}
-    hosts = {h: {"ansible_host": ips[h]} if h in ips else {} for h in servers}
+    hosts = {h: {"ansible_host": ips[h]} if h in ips and known else {} for h in servers}
     if shape in ("pd", "full"):
         hosts[servers[0]].update(sglang_pd={"role": "prefill", "transfer_backend": "mooncake"})
         hosts[servers[1]].update(sglang_pd={"role": "decode", "transfer_backend": "mooncake"})
@@ -128,7 +128,7 @@ def inventory(name: str, servers: list[str], router: str, shape: str, extra: dic
                 "sglang_model_path": "/var/lib/sglang/models/tiny-org/Tiny",
                 "model_weights_source": "copy", "model_weights_copy_source": "/mnt/shared/tiny-org/Tiny",
                 "sglang_server_start": False}},
-            "routers": {"hosts": {router: {"ansible_host": ips[router]} if router in ips else {}}, "vars": {
+            "routers": {"hosts": {router: {"ansible_host": ips[router]} if router in ips and known else {}}, "vars": {
                 "sglang_role": "router", "sglang_router_workers_group": "servers"}}}}}
     if shape == "full":
         children = doc["all"]["children"]
@@ -177,7 +177,9 @@ def run_ansible(args: list[str], quiet: bool = False, extra_env: dict | None = N
     return proc
 
 
-def up(name: str, servers: int, shape: str, extra: dict | None = None) -> Path:
+def up(name: str, servers: int, shape: str, extra: dict | None = None, transport: str = "ssh") -> Path:
+    """Build the lab; transport ssh (default, as a real site) or docker (docker exec as root: earlier
+    revisions of the collection, which bench.py's ref: profiles run, knew no other)."""
     subprocess.run(["bash", str(ROOT / "tests" / "lab" / "setup.sh")], check=True)
     if containers(name):
         raise SystemExit(f"lab {name} exists ({', '.join(containers(name))}); `lab.py destroy --name {name}` first")
@@ -205,8 +207,9 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None) -> Path:
     known = lab_dir(name) / "known_hosts"
     ips = known_hosts(every, known)
     inv = lab_dir(name) / "hosts.yml"
-    inv.write_text("# Written by tests/lab/lab.py: a lab site of GPU-less systemd containers, reached over SSH\n"
-                   + yaml.safe_dump(inventory(name, nodes, router, shape, extra, ips, known), sort_keys=False))
+    inv.write_text("# Written by tests/lab/lab.py: a lab site of GPU-less systemd containers, reached over "
+                   f"{transport}\n" + yaml.safe_dump(inventory(name, nodes, router, shape, extra, ips,
+                                                                  known if transport == "ssh" else None), sort_keys=False))
     ensure_venv(name, inv, nodes[0])
     print(f"[lab {name}] up: {', '.join(nodes + [router])}; inventory {inv}")
     return inv

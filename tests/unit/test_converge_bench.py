@@ -59,7 +59,7 @@ def test_compare_needs_tuned_and_another_profile() -> None:
 
 
 def test_unknown_profile_names_the_known_ones() -> None:
-    with pytest.raises(SystemExit, match="tuned, nopipelining, defaults, mitogen or ref:<git revision>"):
+    with pytest.raises(SystemExit, match="tuned, docker, nopipelining, defaults, mitogen or ref:<git revision>"):
         bench.profile_env("fast")
 
 
@@ -76,5 +76,38 @@ def test_busy_cores_is_cpu_over_wall() -> None:
 def test_machine_and_controller_cpu_counters_move_forward() -> None:
     busy, ctl = bench.machine_busy_s(), bench.controller_cpu_s()
     import subprocess
+    from pathlib import Path
     subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)
     assert bench.machine_busy_s() > busy and bench.controller_cpu_s() > ctl
+
+
+def test_transport_per_profile() -> None:
+    """Real sites connect over SSH; earlier revisions (ref:) and the docker profile over docker exec."""
+    assert [bench.transport(p) for p in ("tuned", "mitogen", "docker", "ref:efa4936")] == ["ssh", "ssh", "docker",
+                                                                                            "docker"]
+
+
+def test_module_count_callback_counts_node_modules_only(tmp_path) -> None:
+    """The callback counts task results that ran on the host, a loop item each, not controller-only actions."""
+    import json
+    import os
+    import subprocess
+    from pathlib import Path
+    play = tmp_path / "play.yml"
+    play.write_text(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - ansible.builtin.command: 'true'\n      changed_when: false\n"
+        "    - ansible.builtin.stat: {path: /}\n      loop: [1, 2, 3]\n"
+        "    - ansible.builtin.set_fact: {x: 1}\n"
+        "    - ansible.builtin.debug: {msg: hi}\n"
+        "    - ansible.builtin.command: 'false'\n      when: false\n")
+    out = tmp_path / "counts.json"
+    env = {**os.environ, "ANSIBLE_CALLBACK_PLUGINS": str(ROOT / "bench" / "callback_plugins"),
+           "ANSIBLE_CALLBACKS_ENABLED": "module_count", "BENCH_MODULE_COUNT": str(out)}
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "h1,h2,", "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}", str(play)],
+                          capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    counts = json.loads(out.read_text())
+    assert counts["hosts"] == {"h1": 4, "h2": 4}
+    assert counts["actions"] == {"command": 2, "stat": 6}
