@@ -77,7 +77,8 @@ molecule: venv link lab-infra ## every scenario under molecule/ (one per role), 
 	  PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 $(BIN)/molecule test -s $$s || exit 1; done
 
 bench: venv link lab-infra ## converge cost of site.yml on lab nodes, N = 1, 4, 8 (writes bench/)
-	$(BIN)/python bench/bench.py --sizes $${BENCH_SIZES:-1,4,8} --profiles $${BENCH_PROFILES:-tuned,defaults}
+	$(BIN)/python bench/bench.py --sizes $${BENCH_SIZES:-1,4,8} --profiles $${BENCH_PROFILES:-tuned,docker} \
+	  --render $${BENCH_RENDER:-512,2048}
 
 clean:
 	rm -rf .build rendered .pytest_cache

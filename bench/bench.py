@@ -168,6 +168,46 @@ def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT) -> dic
             "slowest": parse_profile(proc.stdout)}
 
 
+def render_inventory(n: int, path: Path) -> Path:
+    """A generated site of n H200 servers in racks of 16 (one router per rack, a TP16 pair in every rack)."""
+    import yaml  # noqa: PLC0415
+
+    racks, routers = {}, {}
+    for r in range((n + 15) // 16):
+        names = [f"gpu-{r:03d}-{i:02d}" for i in range(min(16, n - r * 16))]
+        hosts = {h: {"ansible_host": f"10.{r // 250}.{r % 250}.{i + 10}"} for i, h in enumerate(names)}
+        racks[f"rack_{r:03d}"] = {"hosts": hosts}
+        if len(names) >= 2:  # the first two of each rack form a BF16 TP16 instance
+            racks[f"pair_{r:03d}"] = {"hosts": {h: None for h in names[:2]},
+                                      "vars": {"sglang_quant": "bf16", "sglang_nodes": 2,
+                                               "sglang_instance_group": f"pair_{r:03d}"}}
+        routers[f"router-{r:03d}"] = {"ansible_host": f"10.200.{r // 250}.{r % 250}",
+                                      "sglang_router_workers_group": f"rack_{r:03d}"}
+    doc = {"all": {"vars": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced",
+                            "sglang_model_path": "/nvme/glm"},
+                   "children": {"gpus": {"children": racks},
+                                "routers": {"hosts": routers, "vars": {"sglang_role": "router"}}}}}
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "hosts.yml").write_text(yaml.safe_dump(doc))
+    return path / "hosts.yml"
+
+
+def measure_render(sizes: list[int], out: Path) -> list[dict[str, Any]]:
+    """render.yml over generated sites of each size: a first render (every file written) and a second (none)."""
+    rows = []
+    for n in sizes:
+        inv = render_inventory(n, out / f"render-{n}")
+        dest = out / f"render-{n}" / "rendered"
+        for kind in ("first", "again"):
+            ctl0, t0 = controller_cpu_s(), time.monotonic()
+            proc = lab.run_ansible(["ansible-playbook", "-i", str(inv), "playbooks/render.yml", "-e",
+                                    f"sglang_render_dir={dest}"], quiet=True, extra_env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+            rows.append({"hosts": n, "run": kind, "wall_s": round(time.monotonic() - t0, 1), "rc": proc.returncode,
+                         "controller_cpu_s": round(controller_cpu_s() - ctl0, 1)})
+            print(f"[bench] render.yml {n} servers ({kind}): {rows[-1]['wall_s']} s", flush=True)
+    return rows
+
+
 def split_profile(spec: str, sizes: list[int]) -> tuple[str, list[int]]:
     """'defaults@1+8' -> ('defaults', [1, 8]): a profile measured at some of the sizes only."""
     name, _, only = spec.partition("@")
@@ -275,6 +315,14 @@ def markdown(results: dict[str, Any]) -> str:
             lines += [f"- {t['seconds']:.2f} s {t['task']}" for t in top["slowest"]]
             lines.append("")
     lines += compare(results)
+    if results.get("render"):
+        lines += ["## render.yml at fleet sizes (generated sites: racks of 16, a TP16 pair and a router per rack)", "",
+                  "| servers | first render s | second render s | controller CPU s (first) |", "| ---: | ---: | ---: | ---: |"]
+        by = {(r["hosts"], r["run"]): r for r in results["render"]}
+        for n in sorted({r["hosts"] for r in results["render"]}):
+            lines.append(f"| {n} | {by[(n, 'first')]['wall_s']} | {by[(n, 'again')]['wall_s']} | "
+                         f"{by[(n, 'first')]['controller_cpu_s']} |")
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -310,11 +358,15 @@ def main() -> int:
     ap.add_argument("--profiles", default="tuned")
     ap.add_argument("--out", default=str(ROOT / "bench"))
     ap.add_argument("--report", metavar="RESULTS_JSON", help="write the tables and plot again from a results.json; measure nothing")
+    ap.add_argument("--render", default="", help="also time render.yml over generated sites of these sizes, e.g. 512,2048")
     args = ap.parse_args()
     if args.report:
         results = json.loads(Path(args.report).read_text())
     else:
-        results = measure([int(s) for s in args.sizes.split(",")], args.profiles.split(","))
+        results = measure([int(s) for s in args.sizes.split(",") if s], [p for p in args.profiles.split(",") if p])
+        if args.render:
+            results["render"] = measure_render([int(s) for s in args.render.split(",")],
+                                               ROOT / ".cache" / "bench-render")
     results["ratios"] = ratios(results)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -322,7 +374,7 @@ def main() -> int:
     (out / "README.md").write_text(markdown(results))
     plot(results, out / "bench.png")
     print((out / "README.md").read_text())
-    return 0 if all(r["rc"] == 0 for r in results["runs"]) else 1
+    return 0 if all(r["rc"] == 0 for r in results["runs"] + results.get("render", [])) else 1
 
 
 if __name__ == "__main__":

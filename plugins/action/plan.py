@@ -15,27 +15,7 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
-
-READ_ALSO = ("ansible_host", "ansible_python_interpreter")
-FACTS = ("metalserve_fabric", "metalserve_gpu", "default_ipv4")
-
-
-def _vars_of(hostvars: Any, host: str) -> dict[str, Any]:
-    view = hostvars[host]
-    names = [k for k in view if str(k).startswith("sglang_") or k in READ_ALSO]
-    out = {str(k): to_plain(view[k]) for k in names}
-    if "ansible_facts" in view:
-        facts = view["ansible_facts"]
-        wanted = list(FACTS)
-        if out.get("sglang_dist_interface"):
-            wanted.append(str(out["sglang_dist_interface"]).replace("-", "_").replace(".", "_"))
-        picked = {k: to_plain(facts[k]) for k in wanted if k in facts}
-        if picked:
-            out["ansible_facts"] = picked
-    return out
-
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement
 
 def _depends_on(plans: dict[str, Any], hosts: list[str]) -> set[str]:
     """The hosts of this run and those their plans read: instance members, a router's workers."""
@@ -56,16 +36,14 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         args = self._task.args
-        groups = {str(g): [str(h) for h in members] for g, members in task_vars["groups"].items()}
-        inventory = sorted(groups.get("all", []))
+        hostvars, groups = inventory_vars.site_inputs(task_vars)
+        inventory = sorted(hostvars)
         if not inventory:
             result.update(failed=True, changed=False, plans={}, errors={},
                           msg="the inventory has no hosts: check the -i path, and that Ansible could parse it "
                               "(ansible-inventory -i <path> --graph)")
             return result
         wanted = [str(h) for h in (args.get("hosts") or task_vars.get("ansible_play_hosts_all") or inventory)]
-        hostvars_view = task_vars["hostvars"]
-        hostvars = {h: _vars_of(hostvars_view, h) for h in inventory}
         site = placement.plan_site(hostvars, groups)
         plans, errors = site["plans"], site["errors"]
         involved = _depends_on(plans, wanted)

@@ -18,7 +18,9 @@ from typing import Any
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import TEMPLATE_DIR, render_all, stale_dirs
 
 
@@ -36,16 +38,43 @@ class ActionModule(ActionBase):
     _supports_check_mode = True
     _requires_connection = False
 
+    @staticmethod
+    def _preflight(plans: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        """Preflight on the hosts whose facts are cached (PLAN.md's Preflight column)."""
+        from ansible_collections.metalserve.sglang.plugins.action.preflight import catalog_for, facts_of  # noqa: PLC0415
+        hostvars = task_vars["hostvars"]
+        reports, _ = checks.site_reports(plans, facts_of(hostvars, plans), catalog_for(hostvars), checks.Limits(),
+                                         only_with_facts=True)
+        return {r.host: r.as_dict() for r in reports}
+
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         args = self._task.args
-        if not args.get("dest") or not isinstance(args.get("plans"), dict):
-            raise AnsibleActionFail("render_plan needs dest (a directory) and plans (the plan action's plans)")
+        if not args.get("dest"):
+            raise AnsibleActionFail("render_plan needs dest (a directory)")
         dest = Path(str(args["dest"])).expanduser()
         template_dir = Path(str(args.get("template_dir") or TEMPLATE_DIR))
         inventory = Path(str(task_vars.get("inventory_dir") or "inventory")).name
-        files = render_all(to_plain(args["plans"]), inventory, template_dir, to_plain(args.get("preflight") or {}))
+        if isinstance(args.get("plans"), dict):
+            plans, preflight = to_plain(args["plans"]), to_plain(args.get("preflight") or {})
+        else:
+            # plan here: one step, instead of passing a site's plans through a task argument (slow at thousands
+            # of hosts); the same plan_site() the plan action runs
+            hostvars, groups = inventory_vars.site_inputs(task_vars)
+            if not hostvars:
+                raise AnsibleActionFail("the inventory has no hosts: check the -i path (ansible-inventory --graph)")
+            site = placement.plan_site(hostvars, groups)
+            warnings = [f"{h}: {w}" for h, p in sorted(site["plans"].items()) for w in p.get("warnings", [])]
+            if warnings:
+                result["warnings"] = warnings
+            if site["errors"]:
+                result.update(failed=True, changed=False, errors=site["errors"],
+                              msg=placement.failure_text(site["errors"], len(hostvars)))
+                return result
+            plans = site["plans"]
+            preflight = self._preflight(plans, task_vars)
+        files = render_all(plans, inventory, template_dir, preflight)
         changed, diffs = [], []
         for rel, (content, mode) in sorted(files.items()):
             path = dest / rel

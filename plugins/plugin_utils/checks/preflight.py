@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 MIB_TO_GB = 1.048576e-3  # 1 MiB in decimal GB, the unit of checkpoint sizes
 
@@ -292,3 +293,30 @@ def report_text(reports: list[Report], plan_errors: dict[str, str]) -> str:
         if r.alternatives:
             lines.append("  Recipes this node can run: " + "; ".join(r.alternatives))
     return "\n".join(lines)
+
+
+def host_facts(view: Any, getter: Any) -> dict[str, Any]:
+    """The facts preflight reads of one host; `getter(view, name)` returns a variable or None."""
+    facts = getter(view, "ansible_facts") or {}
+    weights = getter(view, "preflight_weights") or {}
+    return {"gpu": facts.get("metalserve_gpu"), "fabric": facts.get("metalserve_fabric"),
+            "mounts": facts.get("mounts"), "weights_path": weights.get("path"),
+            "weights_staged": weights.get("staged", False)}
+
+
+def site_reports(plans: dict[str, dict[str, Any]], facts: dict[str, dict[str, Any]], catalog_of: Any,
+                 limits: Limits, only_with_facts: bool = False) -> tuple[list[Report], dict[str, str]]:
+    """Every server's report (hosts without GPU facts skipped when only_with_facts); catalog_of(host) gives
+    the host's catalog (its sglang_recipes and sglang_gpu_platforms) or raises RecipeError."""
+    reports: list[Report] = []
+    errors: dict[str, str] = {}
+    for host, plan in sorted(plans.items()):
+        if plan.get("role") != "server" or (only_with_facts and not facts.get(host, {}).get("gpu")):
+            continue
+        try:
+            catalog = catalog_of(host)
+        except RecipeError as exc:
+            errors[host] = str(exc)
+            continue
+        reports.append(check_host(plan, facts, catalog, limits))
+    return reports, errors

@@ -12,7 +12,9 @@ all call these functions, and none of them re-implements a rule.
 """
 from __future__ import annotations
 
+import copy
 import ipaddress
+import json
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -346,7 +348,24 @@ def gpus_per_node(b: Build) -> int:
 
 # --- public API ------------------------------------------------------------------------------------
 
+#: builds of identical selections in one site (a rack of identical nodes) are made once; Build is frozen
+_BUILDS: dict[str, Build] = {}
+
+
 def build(selection: Any) -> Build:
+    """The recipe of a selection, built once per distinct selection (Build is immutable, so sharing is safe)."""
+    try:
+        key = json.dumps(selection, sort_keys=True)
+    except (TypeError, ValueError):
+        return _build(selection)
+    if key not in _BUILDS:
+        if len(_BUILDS) > 4096:
+            _BUILDS.clear()
+        _BUILDS[key] = _build(selection)
+    return _BUILDS[key]
+
+
+def _build(selection: Any) -> Build:
     catalog = load_catalog(
         selection.get("recipes") if isinstance(selection, dict) else None,
         selection.get("gpu_platforms") if isinstance(selection, dict) else None,
@@ -373,7 +392,7 @@ def build(selection: Any) -> Build:
 
 
 def recipe(selection: Any) -> dict[str, Any]:
-    return recipe_of(build(selection))
+    return copy.deepcopy(recipe_of(build(selection)))  # the caller's own copy
 
 
 def bootstrap_port(b: Build) -> int | None:
@@ -398,8 +417,20 @@ def listen_ports(b: Build) -> dict[str, int]:
     return out
 
 
+_RECIPES: dict[int, tuple[Build, dict[str, Any]]] = {}
+
+
 def recipe_of(b: Build) -> dict[str, Any]:
-    """The node-independent command of a Build and its metadata."""
+    """The node-independent command of a Build and its metadata (made once per Build; treat it as read-only)."""
+    cached = _RECIPES.get(id(b))
+    if cached is None or cached[0] is not b:
+        if len(_RECIPES) > 4096:
+            _RECIPES.clear()
+        cached = _RECIPES[id(b)] = (b, _recipe_of(b))
+    return cached[1]
+
+
+def _recipe_of(b: Build) -> dict[str, Any]:
     _version, image, _ = resolve_release(b.catalog, b.model, b.sel)
     checkpoint = b.model.checkpoints[b.cell.quant]
     pd = b.sel["pd"] or {}

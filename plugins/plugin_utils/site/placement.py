@@ -13,6 +13,7 @@ variables they fill.
 from __future__ import annotations
 
 import difflib
+import functools
 import ipaddress
 import re
 import shlex
@@ -38,6 +39,7 @@ def schema() -> dict[str, dict[str, Any]]:
     return {**variables["recipe"], **variables["placement"]}
 
 
+@functools.lru_cache(maxsize=1)
 def known_variables() -> dict[str, str]:
     """Every sglang_* name this collection reads: inventory variables, role settings, our own facts."""
     names = {name: "inventory" for name in schema()}
@@ -213,6 +215,11 @@ def instance_name(hv: HostVars, rec: dict[str, Any], members: list[str]) -> str:
 
 def command_text(program: list[str], args: list[str]) -> str:
     """A shell command, one flag per line, quoted where needed."""
+    return _command_text(tuple(program), tuple(args))
+
+
+@functools.lru_cache(maxsize=4096)
+def _command_text(program: tuple[str, ...], args: tuple[str, ...]) -> str:
     lines = [" ".join(shlex.quote(p) for p in program)]
     current: list[str] = []
     for token in args:

@@ -39,6 +39,11 @@ def systemd_quote(token: str) -> str:
 
 def exec_line(argv: list[str]) -> str:
     """ExecStart= value, one flag per continuation line for readability."""
+    return _exec_line(tuple(argv))
+
+
+@functools.lru_cache(maxsize=4096)
+def _exec_line(argv: tuple[str, ...]) -> str:
     out = ""
     for i, token in enumerate(argv):
         sep = "" if i == 0 else (" \\\n    " if token.startswith("--") else " ")
