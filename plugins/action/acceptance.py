@@ -17,16 +17,9 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import acceptance
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain, var_or_none
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-
-
-def _get(view: Any, key: str) -> Any:
-    try:
-        return to_plain(view[key]) if key in view else None
-    except Exception:  # noqa: BLE001 - an undefined or broken var reads as absent
-        return None
 
 
 class ActionModule(ActionBase):
@@ -47,11 +40,11 @@ class ActionModule(ActionBase):
         raws: dict[str, dict[str, Any]] = {}
         for host in hosts:
             view = hostvars[host]
-            raw = _get(view, "node_acceptance_result")
-            overrides = _get(view, "_node_acceptance_overrides") or {}
+            raw = var_or_none(view, "node_acceptance_result")
+            overrides = var_or_none(view, "_node_acceptance_overrides") or {}
             plan = plans.get(host) or {}
             try:
-                platforms = load_catalog(_get(view, "sglang_recipes"), _get(view, "sglang_gpu_platforms")).gpus
+                platforms = load_catalog(var_or_none(view, "sglang_recipes"), var_or_none(view, "sglang_gpu_platforms")).gpus
             except RecipeError as exc:
                 platforms = load_catalog().gpus
                 result.setdefault("warnings", []).append(f"{host}: {exc}")
@@ -118,7 +111,7 @@ class ActionModule(ActionBase):
                                         f"{', '.join(missing)} not in this run")
                 continue
             head = by_host.get(members[0])
-            overrides = _get(hostvars[members[0]], "_node_acceptance_overrides") or {}
+            overrides = var_or_none(hostvars[members[0]], "_node_acceptance_overrides") or {}
             judged = acceptance.judge_fabric(plan["instance"], members, raws, overrides.get("fabric_min_fraction"),
                                              head.limits.allreduce_link_gb_s if head else None)
             out["_warnings"] += judged.pop("_warnings")

@@ -13,24 +13,17 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain, var_or_none
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 
 
-def get_var(view: Any, key: str) -> Any:
-    try:
-        return to_plain(view[key]) if key in view else None
-    except Exception:  # noqa: BLE001 - an undefined or broken var reads as absent
-        return None
-
-
 def facts_of(hostvars: Any, hosts: Any) -> dict[str, dict[str, Any]]:
-    return {h: checks.host_facts(hostvars[h], get_var) for h in hosts}
+    return {h: checks.host_facts(hostvars[h], var_or_none) for h in hosts}
 
 
 def catalog_for(hostvars: Any) -> Any:
-    return lambda host: load_catalog(get_var(hostvars[host], "sglang_recipes"),
-                                     get_var(hostvars[host], "sglang_gpu_platforms"))
+    return lambda host: load_catalog(var_or_none(hostvars[host], "sglang_recipes"),
+                                     var_or_none(hostvars[host], "sglang_gpu_platforms"))
 
 
 class ActionModule(ActionBase):

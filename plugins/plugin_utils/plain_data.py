@@ -18,3 +18,11 @@ def to_plain(value: Any) -> Any:
         if isinstance(value, kind):
             return kind(value)
     return value
+
+
+def var_or_none(view: Any, key: str) -> Any:
+    """A host's variable as plain data, or None when it is unset or cannot be templated."""
+    try:
+        return to_plain(view[key]) if key in view else None
+    except Exception:  # noqa: BLE001 - an undefined or broken var reads as absent
+        return None
