@@ -32,7 +32,9 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 ROLE_PREFIXES = {"sglang_install_": "sglang_install", "sglang_server_": "sglang_server",
                  "sglang_router_service_": "sglang_router"}
 # docker reference: [registry[:port]/]path[:tag][@sha256:digest], lower-case path components
-_IMAGE = re.compile(r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+# (a first component is a registry only when it has a dot or a port, or is localhost, as docker reads it)
+_IMAGE = re.compile(r"^(?:(?:localhost|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+|[a-zA-Z0-9-]+(?=:[0-9]))(?::[0-9]+)?/)?"
+                    r"[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
                     r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
 _MIRROR = re.compile(r"^[a-zA-Z0-9.-]+(?::[0-9]+)?(?:/[a-z0-9._-]+)*/?$")
 

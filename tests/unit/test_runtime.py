@@ -1,0 +1,57 @@
+"""site/runtime.py: the install, unit settings and role-setting drift every node file is made from."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import runtime
+from helpers import ROOT
+
+
+def test_settings_take_the_inventory_over_the_role_defaults_in_the_defaults_type() -> None:
+    s = runtime.settings({"sglang_server_restart_sec": "45", "sglang_server_firewall": "no"}, "sglang_server")
+    assert s["sglang_server_restart_sec"] == 45 and s["sglang_server_firewall"] is False
+    defaults = yaml.safe_load((ROOT / "roles" / "sglang_server" / "defaults" / "main.yml").read_text())
+    assert s["sglang_server_timeout_start"] == defaults["sglang_server_timeout_start"]
+    # a templated default (a secret taken from another variable) is never part of a plan
+    assert "sglang_server_hf_token" not in s and "sglang_server_api_key" not in s
+    with pytest.raises(RecipeError, match="sglang_server_restart_sec: expected a value like its default 30, got 'soon'"):
+        runtime.settings({"sglang_server_restart_sec": "soon"}, "sglang_server")
+
+
+@pytest.mark.parametrize("image,mirror,pulled", [
+    ("lmsysorg/sglang:latest", "", "lmsysorg/sglang:latest"),
+    ("lmsysorg/sglang:latest", "registry.site:5000/", "registry.site:5000/lmsysorg/sglang:latest"),
+    ("lmsysorg/sglang:latest", "registry.site:5000", "registry.site:5000/lmsysorg/sglang:latest"),
+    ("docker.io/lmsysorg/sglang:latest", "mirror.site/dockerhub/", "mirror.site/dockerhub/lmsysorg/sglang:latest"),
+])
+def test_the_image_a_node_pulls_is_the_mirror_plus_the_image(image: str, mirror: str, pulled: str) -> None:
+    assert runtime.mirrored(image, mirror) == pulled
+
+
+@pytest.mark.parametrize("ref", ["lmsysorg/sglang", "lmsysorg/sglang:v0.5.23-cu129", "registry.site:5000/a/b:1",
+                                 "lmsysorg/sglang@sha256:" + "a" * 64])
+def test_image_references_docker_accepts(ref: str) -> None:
+    runtime.check_image(ref, "sglang_image")
+
+
+@pytest.mark.parametrize("ref", ["lmsysorg/sglang latest", "LMSYS/sglang", "lmsysorg/sglang@sha256:abc", ""])
+def test_image_references_docker_refuses(ref: str) -> None:
+    with pytest.raises(RecipeError, match="is not an image reference"):
+        runtime.check_image(ref, "sglang_image")
+
+
+def test_uv_installs_name_the_release_venv_and_docker_installs_the_mirrored_image() -> None:
+    uv = runtime.install_spec({"sglang_install_root": "/srv/sglang/"}, "uv", "0.5.13.post1", None)
+    assert uv["venv"] == "/srv/sglang/venvs/0.5.13.post1" and uv["sglang"] == "/srv/sglang/venvs/0.5.13.post1/bin/sglang"
+    docker = runtime.install_spec({"sglang_install_registry_mirror": "r.site/"}, "docker", "0.5.23", "lmsysorg/sglang:x")
+    assert docker["image"] == "r.site/lmsysorg/sglang:x" and docker["venv"] is None
+
+
+def test_drift_names_what_a_play_set_that_the_inventory_did_not() -> None:
+    planned = {"sglang_server_restart_sec": 30, "sglang_server_firewall": True, "sglang_install_root": "/opt/sglang"}
+    assert runtime.drift(planned, ["30", "yes", None]) == []  # coerced alike; None: not visible in this role
+    assert runtime.drift(planned, [5, True, None]) == [
+        "sglang_server_restart_sec: this play gives 5 but the inventory, which the plan and render.yml read, gives 30; "
+        "set sglang_server_restart_sec in group_vars, host_vars or with -e, not in a play's vars"]
