@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.units import docker_forms
 
-IMAGE = "metalserve-lab/debian-systemd:12"
+IMAGE = "metalserve-lab/debian-sshd:12"
 pytestmark = pytest.mark.skipif(shutil.which("docker") is None or subprocess.run(
     ["docker", "image", "inspect", IMAGE], capture_output=True, check=False).returncode != 0,
     reason="needs the lab's docker engine and image (make lab)")

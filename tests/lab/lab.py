@@ -36,7 +36,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("METALSERVE_CACHE", Path.home() / ".cache" / "metalserve-sglang"))
-IMAGE = os.environ.get("LAB_IMAGE", "metalserve-lab/debian-systemd:12")
+IMAGE = os.environ.get("LAB_IMAGE", "metalserve-lab/debian-sshd:12")
 VENV_VOLUME = "metalserve-sglang-venv"
 # the hardware-bound stages: lab nodes have no GPU (accept: node acceptance, once site.yml has that stage)
 SKIP = "preflight,drivers,rdma,container_runtime,accept"

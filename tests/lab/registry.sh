@@ -54,12 +54,12 @@ standin() {
 router() {
   local ref=$1 version key ctx
   version=$(sed -n 's/^router_pinned: "\(.*\)"/\1/p' "$(dirname "$0")/../../data/sglang/versions.yml")
-  key="router-$version-$(docker image inspect -f '{{.Id}}' metalserve-lab/debian-systemd:12 | cut -c8-19)"
+  key="router-$version-$(docker image inspect -f '{{.Id}}' metalserve-lab/debian-sshd:12 | cut -c8-19)"
   if curl -fsS "http://$REG/v2/${ref%%:*}/manifests/${ref##*:}" -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
        -o /dev/null 2>/dev/null && [ "$(cat "$DIR/$key" 2>/dev/null)" = "$ref" ]; then return; fi
   ctx=$(mktemp -d)
   cat >"$ctx/Dockerfile" <<DOCKERFILE
-FROM metalserve-lab/debian-systemd:12
+FROM metalserve-lab/debian-sshd:12
 LABEL org.opencontainers.image.description="stand-in for the lmsysorg/sglang image of a docker-mode router: the lab's Debian base with the real sglang-router $version from PyPI; tests only"
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends python3-venv >/dev/null \\
  && python3 -m venv /opt/router && /opt/router/bin/pip install -q "sglang-router==$version" \\

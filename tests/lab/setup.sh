@@ -2,7 +2,7 @@
 # Prepare this machine for the molecule scenarios (idempotent, cached; ~2-3 min cold, <1 s warm):
 #   1. Debian packages: docker.io, debootstrap (and the tools the stand-in apt repo needs later)
 #   2. dockerd, started in the background when no daemon answers (CI machines have no systemd)
-#   3. the systemd test image metalserve-lab/debian-systemd:12, built with debootstrap (Docker Hub is
+#   3. the systemd test image metalserve-lab/debian-sshd:12, built with debootstrap (Docker Hub is
 #      unreachable) and cached as a rootfs tarball keyed by its recipe. It runs sshd (host keys made at
 #      each container's first boot, so every container has its own) and has two unprivileged accounts the
 #      tests connect as: `ops` (passwordless sudo) and `opsvault` (sudo with the password kept in
@@ -11,11 +11,11 @@
 # Env: METALSERVE_CACHE (default ~/.cache/metalserve-sglang), LAB_IMAGE, MIRROR.
 set -euo pipefail
 CACHE=${METALSERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metalserve-sglang}/lab
-IMAGE=${LAB_IMAGE:-metalserve-lab/debian-systemd:12}
+IMAGE=${LAB_IMAGE:-metalserve-lab/debian-sshd:12}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 SUITE=bookworm
 PACKAGES="systemd,systemd-sysv,dbus,python3,python3-apt,python3-debian,sudo,iproute2,procps,ca-certificates,kmod,openssh-server"
-RECIPE=4   # bump when the customisation below changes
+RECIPE=4   # bump when the customisation below changes (and rename the image if older checkouts share the machine)
 HERE=$(cd "$(dirname "$0")" && pwd)
 export DEBIAN_FRONTEND=noninteractive
 mkdir -p "$CACHE"
@@ -91,7 +91,7 @@ if [ "$(docker image inspect -f '{{ index .Config.Labels "metalserve.lab.key" }}
     mkdir -p "$rootfs/var/lib/apt/lists/partial"; touch -d @0 "$rootfs/var/lib/apt/lists"
     tar -C "$rootfs" --numeric-owner -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
     rm -rf "$rootfs"
-    find "$CACHE" -maxdepth 1 -name "rootfs-$SUITE-*.tar" ! -name "$(basename "$tarball")" -delete
+    # older recipes' tarballs stay: another checkout on this machine may still use them (a few hundred MB each)
   fi
   say "importing $IMAGE"
   docker import -c 'CMD ["/lib/systemd/systemd"]' -c 'ENV container=docker' \
