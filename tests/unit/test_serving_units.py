@@ -12,7 +12,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render impo
 
 SETTINGS = unit_settings("sglang_server")
 FAMILIES = {
-    "h200-fp8": {"sglang_gpu": "h200", "sglang_quant": "fp8"},
+    "h200-fp8": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"},
     "b300-nvfp4": {"sglang_gpu": "b300", "sglang_quant": "nvfp4", "sglang_strategy": "low-latency"},
     "gb300-fp8": {"sglang_gpu": "gb300", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"},
     "mi355x-fp8": {"sglang_gpu": "mi355x", "sglang_quant": "fp8"},
@@ -64,9 +64,9 @@ def test_unit_for_every_family_and_method(family: str, method: str) -> None:
 
 
 def test_docker_pd_and_multinode_use_the_host_network_and_the_hcas() -> None:
-    pd = host_plan("p", {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"}},
+    pd = host_plan("p", {"p": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput", "sglang_pd": {"role": "prefill"}},
                          "r": {"sglang_role": "router", "sglang_router_workers_group": "g"},
-                         "d": {"sglang_gpu": "h200", "sglang_pd": {"role": "decode"}}}, {"g": ["p", "d"]})
+                         "d": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput", "sglang_pd": {"role": "decode"}}}, {"g": ["p", "d"]})
     argv = su.docker_run(pd, runtime("docker", rdma=True))
     assert "--network=host" in argv and "-p" not in argv
     assert argv[argv.index("--device") + 1] == "/dev/infiniband" and "IPC_LOCK" in argv
@@ -85,7 +85,7 @@ def test_only_the_head_waits_for_health() -> None:
 
 
 def test_api_key_goes_through_a_config_file_path() -> None:
-    plan = host_plan("n", {"n": {"sglang_gpu": "h200", "sglang_api_key": "sk-never-in-a-unit"}}, {})
+    plan = host_plan("n", {"n": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput", "sglang_api_key": "sk-never-in-a-unit"}}, {})
     unit = su.server_unit(plan, runtime("uv", secrets_config="/etc/sglang/glm-5.3.secrets.yaml"), SETTINGS)
     assert exec_argv(unit)[-2:] == ["--config", "/etc/sglang/glm-5.3.secrets.yaml"]
     assert "sk-never-in-a-unit" not in unit and plan["api_key"] is True
@@ -108,8 +108,8 @@ def test_env_file() -> None:
 
 
 def test_router_units() -> None:
-    hostvars = {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"}, "ansible_host": "10.0.0.1"},
-                "d": {"sglang_gpu": "h200", "sglang_pd": {"role": "decode"}, "ansible_host": "10.0.0.2"},
+    hostvars = {"p": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput", "sglang_pd": {"role": "prefill"}, "ansible_host": "10.0.0.1"},
+                "d": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput", "sglang_pd": {"role": "decode"}, "ansible_host": "10.0.0.2"},
                 "r": {"sglang_role": "router", "sglang_router_workers_group": "g"}}
     plan = host_plan("r", hostvars, {"g": ["p", "d"]})
     uv = su.router_unit(plan, {"method": "uv", "python": "/opt/sglang/current/bin/python"}, unit_settings("sglang_router"))
