@@ -57,7 +57,8 @@ def test_gpu_less_machine_explains_no_gpu(tmp_path: Path) -> None:
 
 
 def test_replayed_h200_capture_refuses_tp8_and_accepts_tp2(tmp_path: Path) -> None:
-    proc = preflight(tmp_path, {}, REAL_X2)
+    # sglang_strategy's default (balanced) is not an FP8 cell of the newest cookbook revision on NVIDIA
+    proc = preflight(tmp_path, {"sglang_strategy": "high-throughput"}, REAL_X2)
     facts = task_result(proc, "Detect GPUs")["ansible_facts"]["metalserve_gpu"]
     assert (facts["gpu_id"], facts["count"], facts["nvlink"]["all_pairs_connected"]) == ("h200", 2, True)
     assert task_result(proc, "Take sglang_gpu from the detected GPUs")["ansible_facts"] == {"sglang_gpu": "h200"}
