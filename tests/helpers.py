@@ -1,6 +1,7 @@
 """Shared helpers for the tests: the upstream cells and the expected command per cell."""
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -8,11 +9,32 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-UPSTREAM = ROOT / "tests" / "fixtures" / "upstream" / "glm-5.3-cookbook-cells.yaml"
+UPSTREAM_DIR = ROOT / "tests" / "fixtures" / "upstream"
+#: the seed: the cells as first transcribed from the page (2026-11-30, no commit recorded)
+SEED = UPSTREAM_DIR / "glm-5.3-cookbook-cells.yaml"
+#: the cookbook revisions we ship, newest first (data/models/glm-5.3/model.yml)
+REVISIONS: list[str] = yaml.safe_load((ROOT / "data/models/glm-5.3/model.yml").read_text())["cookbook_revisions"]
 
 
-def upstream() -> dict[str, Any]:
-    return yaml.safe_load(UPSTREAM.read_text(encoding="utf-8"))
+def importer() -> Any:
+    """tools/import_cookbook_cells.py as a module (its reader of the page's JavaScript literal)."""
+    spec = importlib.util.spec_from_file_location("import_cookbook_cells", ROOT / "tools" / "import_cookbook_cells.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def upstream(revision: str | None = None) -> dict[str, Any]:
+    """One revision of the upstream page in the seed's shape (model_names, docker_images, placeholders, cells),
+    read from the unedited upstream file; no revision: the seed transcription."""
+    if revision is None:
+        return yaml.safe_load(SEED.read_text(encoding="utf-8"))
+    config = importer().read_js_export((UPSTREAM_DIR / revision / "glm-5.3.jsx").read_text(encoding="utf-8"), "config")
+    return {"revision": revision,
+            "model_names": {k.split("|", 1)[1]: v for k, v in config["modelNames"].items() if k.startswith("default|")},
+            "docker_images": dict(config["dockerImages"]),
+            "placeholders": {k: config["placeholders"][k]["default"] for k in ("HOST_IP", "PORT")},
+            "cells": config["cells"]}
 
 
 def upstream_nodes(value: str) -> int:

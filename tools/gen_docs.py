@@ -2,7 +2,8 @@
 """Regenerate the generated parts of the docs from the data (and check they are fresh).
 
 README.md holds blocks between `<!-- BEGIN generated:NAME -->` and `<!-- END generated:NAME -->`:
-  recipe-matrix   the cookbook cells per GPU x precision x nodes x strategy (data/models/*/cells.yml)
+  recipe-matrix   the cookbook cells per GPU x precision x nodes x strategy of the newest cookbook revision
+                  (data/models/*/cookbook/<revision>/cells.yml)
   variables       the inventory variables (data/variables.yml)
 
 Usage: python tools/gen_docs.py          # rewrite README.md
@@ -40,11 +41,21 @@ def describe(cell: Cell) -> str:
     return f"{' · '.join(parts)} ({badge})"
 
 
+def _revisions_line(model: Any) -> str:
+    if not model.revisions:
+        return ""
+    older = ", ".join(f"`{r.id}` ({len(r.cells)} cells)" for r in model.revisions[1:])
+    return (f"Cookbook revision `{model.revision}` (newest shipped, the default)"
+            + (f"; `sglang_cookbook_revision` selects an older one: {older}" if older else "")
+            + ". [docs/recipes.md](docs/recipes.md) shows them side by side.\n\n")
+
+
 def recipe_matrix() -> str:
     catalog = load_catalog()
     out = []
     for model in catalog.models.values():
-        out.append(f"**{model.display_name}** ({len(model.cells)} cells; checkpoints: "
+        out.append(_revisions_line(model)
+                   + f"**{model.display_name}** ({len(model.cells)} cells; checkpoints: "
                    + ", ".join(f"{q} `{c['id']}`" for q, c in model.checkpoints.items()) + ")")
         out.append("")
         out.append("| GPU | Precision | Nodes | " + " | ".join(STRATEGIES) + " |")
@@ -102,42 +113,121 @@ def role_variables(role: Path) -> str:
     return "\n".join(out) + "\n"
 
 
+def _published(model_id: str, cell: Cell) -> str:
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as bench_report  # noqa: PLC0415
+
+    pub = bench_report.published(model_id, {"gpu": cell.gpu, "quant": cell.quant, "strategy": cell.strategy,
+                                            "nodes": cell.nodes, "cookbook_revision": cell.revision or None})["entry"]
+    if not pub:
+        return "pending upstream"
+    return "; ".join(f"c={s['concurrency']}: {s['tok_s_per_gpu']} tok/s/GPU, TPOT {s['tpot_ms']} ms" for s in pub["speed"])
+
+
+def _side_by_side(columns: list[str], rows: list[tuple[str, list[str]]]) -> list[str]:
+    """A table with one column per revision; a value equal to its left neighbour reads 'same'."""
+    out = ["| | " + " | ".join(columns) + " |", "| --- |" + " --- |" * len(columns)]
+    for label, values in rows:
+        shown = [v if i == 0 or v != values[i - 1] or v == "-" else "same" for i, v in enumerate(values)]
+        out.append(f"| {label} | " + " | ".join(shown) + " |")
+    return out
+
+
+def _change(revisions: list[Any], rev: Any, cell: Cell | None, newest: Cell | None) -> str:
+    """What the newest revision does differently from `rev` for this cell (docs wording of the warning)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.revisions import (  # noqa: PLC0415
+        cell_changes,
+        same_command,
+    )
+
+    first = revisions[0]
+    if cell is None:
+        return "-"
+    if newest is None:
+        heirs = [c.strategy for c in first.cells
+                 if (c.gpu, c.quant, c.nodes) == (cell.gpu, cell.quant, cell.nodes) and same_command(c, cell)]
+        return f"gone from `{first.id}`" + (f"; its {' and '.join(heirs)} has these flags" if heirs else "")
+    diff = cell_changes(cell, newest, (rev.images.get(cell.gpu) or {}).get("ref"),
+                        (first.images.get(cell.gpu) or {}).get("ref"))
+    return f"`{first.id}` " + "; ".join(diff) if diff else "nothing"
+
+
 def recipe_commands() -> str:
-    """Every cell with its badge, the published numbers when upstream has them, and the exact command
-    the engine renders for it (rank 0, head 10.0.0.1 for two-node cells)."""
-    from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as bench_report
+    """Every cell of every shipped cookbook revision side by side: badge, SGLang release and image, the
+    published numbers where upstream has them, what the newest page changed, and the exact command the
+    engine renders for each revision (rank 0, head 10.0.0.1 for two-node cells)."""
     from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine  # noqa: PLC0415
     from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import command_text  # noqa: PLC0415
 
     out = []
     for model in load_catalog().models.values():
-        out.append(f"## {model.display_name}")
-        out.append("")
-        for cell in model.cells:
-            sel = {"model": model.id, "gpu": cell.gpu, "quant": cell.quant, "strategy": cell.strategy,
-                   "nodes": cell.nodes}
-            head = "10.0.0.1" if cell.nodes > 1 else None
-            argv = recipe_engine.serve_args(sel, 0, head)
-            rec = recipe_engine.recipe(sel)
-            badge = "verified" if cell.verified else "unverified"
-            out.append(f"### {cell.gpu} / {cell.quant} / {cell.strategy} / {cell.nodes} node{'s' if cell.nodes > 1 else ''}"
-                       f" ({badge})")
+        revisions = list(model.revisions)
+        out += [f"## {model.display_name}", ""]
+        if revisions:
+            out += ["| Revision (`sglang_cookbook_revision`) | Page | Benchmarks | Cells |", "| --- | --- | --- | --- |"]
+            for i, rev in enumerate(revisions):
+                bench = yaml_doc(model.id, rev.id)
+                out.append(f"| `{rev.id}`{' (newest, the default)' if i == 0 else ''} | [{rev.commit[:8]}]({rev.source}) "
+                           f"| [{str(bench.get('commit', ''))[:8]}]({bench.get('source', '')}) | {len(rev.cells)} |")
             out.append("")
-            out.append(f"SGLang {rec['sglang_version']}, image `{rec['image']}`, {rec['gpus_per_node']} GPUs per node."
-                       + (" Every node runs the same command with its own `--node-rank`." if cell.nodes > 1 else ""))
-            pub = bench_report.published(model.id, {"gpu": cell.gpu, "quant": cell.quant, "strategy": cell.strategy,
-                                                    "nodes": cell.nodes})["entry"]
-            if pub:
-                speeds = "; ".join(f"c={s['concurrency']}: {s['tok_s_per_gpu']} tok/s/GPU, TPOT {s['tpot_ms']} ms"
-                                   for s in pub["speed"])
-                out.append(f"Published (ISL 8192 / OSL 1024): {speeds}.")
+        columns = [f"`{r.id}`" for r in revisions] or ["site"]
+        keys = [c.key for c in (revisions[0].cells if revisions else model.cells)]
+        for rev in revisions[1:]:  # a cell only an older page has goes after its neighbour there
+            before = None
+            for cell in rev.cells:
+                if cell.key not in keys:
+                    keys.insert(keys.index(before) + 1 if before in keys else len(keys), cell.key)
+                before = cell.key
+        for gpu, quant, strategy, nodes in keys:
+            cells = [next((c for c in r.cells if c.key == (gpu, quant, strategy, nodes)), None) for r in revisions] \
+                if revisions else [next(c for c in model.cells if c.key == (gpu, quant, strategy, nodes))]
+            out.append(f"### {gpu} / {quant} / {strategy} / {nodes} node{'s' if nodes > 1 else ''}")
             out.append("")
-            env = " ".join(f"{k}={v}" for k, v in rec["env"].items())
-            out.append("```sh")
-            out.append((env + " \\\n" if env else "") + command_text(["sglang", "serve"], argv))
-            out.append("```")
+            recs, commands = [], []
+            for rev, cell in zip(revisions or [None], cells):
+                if cell is None:
+                    recs.append(None)
+                    commands.append(None)
+                    continue
+                sel = {"model": model.id, "gpu": gpu, "quant": quant, "strategy": strategy, "nodes": nodes,
+                       "cookbook_revision": rev.id if rev else None}
+                rec = recipe_engine.recipe(sel)
+                env = " ".join(f"{k}={v}" for k, v in rec["env"].items())
+                argv = recipe_engine.serve_args(sel, 0, "10.0.0.1" if nodes > 1 else None)
+                recs.append(rec)
+                commands.append((env + " \\\n" if env else "") + command_text(["sglang", "serve"], argv))
+            absent = "- (not on this page)"
+            rows = [
+                ("Badge", [absent if c is None else "verified" if c.verified else "**unverified**" for c in cells]),
+                ("SGLang, image", [f"{r['sglang_version']}, `{r['image']}`" if r else "-" for r in recs]),
+                ("Per node", [f"{r['gpus_per_node']} GPUs" + (", same command with its own `--node-rank`"
+                                                               if nodes > 1 else "") if r else "-" for r in recs]),
+                ("Published (ISL 8192 / OSL 1024)", [_published(model.id, c) if c else "-" for c in cells]),
+            ]
+            if len(cells) > 1:
+                rows.append(("Newest page changes", ["-"] + [_change(revisions, rev, cell, cells[0])
+                                                              for rev, cell in zip(revisions[1:], cells[1:])]))
+            out += _side_by_side(columns, rows)
             out.append("")
+            shown: list[str] = []
+            for command in commands:
+                if command is None or command in shown:
+                    continue
+                shown.append(command)
+                which = [columns[i] for i, c in enumerate(commands) if c == command]
+                if len(revisions) > 1:
+                    out.append(("Every revision" if len(which) == len(revisions) else "Revision " + ", ".join(which)) + ":")
+                    out.append("")
+                out += ["```sh", command, "```", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def yaml_doc(model_id: str, revision: str) -> dict[str, Any]:
+    import yaml  # noqa: PLC0415
+
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import benchmarks_path  # noqa: PLC0415
+
+    path = benchmarks_path(model_id, revision)
+    return yaml.safe_load(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
 def troubleshooting_table() -> str:

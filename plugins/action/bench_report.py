@@ -2,7 +2,7 @@
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Action plugin metalserve.sglang.bench_report: on the controller, compare bench_serving results with the
-cookbook's published numbers (data/models/<model>/benchmarks.yml) and write the report and plot."""
+cookbook's published numbers (data/models/<model>/cookbook/<revision>/benchmarks.yml) and write the report and plot."""
 from __future__ import annotations
 
 from pathlib import Path

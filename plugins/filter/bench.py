@@ -12,7 +12,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data impor
 
 def bench_workload(recipe: dict[str, Any], concurrencies: list[int] | None = None) -> list[dict[str, int]]:
     rec = to_plain(recipe)
-    cell = {"gpu": rec["gpu"], "quant": rec["quant"], "strategy": rec["strategy"], "nodes": rec["nodes"]}
+    cell = {key: rec.get(key) for key in ("gpu", "quant", "strategy", "nodes", "cookbook_revision")}
     return bench_report.workload(rec["model"], cell, [int(c) for c in to_plain(concurrencies) or []])
 
 

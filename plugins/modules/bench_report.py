@@ -13,7 +13,7 @@ author: metalserve.sglang contributors
 short_description: Compare sglang.bench_serving results with the cookbook's published numbers for the cell
 description:
   - Reads the JSON lines that C(sglang.bench_serving --output-file) appends, matches the cell in
-    C(data/models/<model>/benchmarks.yml) and writes C(<out_dir>/<host>.md) (a table with ratios) and
+    C(data/models/<model>/cookbook/<revision>/benchmarks.yml) and writes C(<out_dir>/<host>.md) (a table with ratios) and
     C(<out_dir>/<host>.png) (tokens/s per GPU and TPOT against concurrency; only when matplotlib is installed).
   - Published tokens/s per GPU is total (input plus output) throughput over the cell's GPUs, so ours is
     bench_serving's C(total_throughput) divided by the GPUs of the instance.
@@ -26,7 +26,9 @@ options:
   host: {description: Host the numbers come from., type: str, required: true}
   model: {description: Model id (its benchmarks.yml is read)., type: str, required: true}
   cell:
-    description: The cell, with gpu, quant, strategy and nodes.
+    description:
+      - The cell, with gpu, quant, strategy and nodes, and cookbook_revision (the upstream revision whose
+        published numbers to compare with; unset means the newest shipped).
     type: dict
     required: true
   gpus: {description: GPUs of the instance., type: int, required: true}

@@ -29,7 +29,7 @@ all:
 $(sed 's/^/      /' "$2")
 INV
 }
-printf 'sglang_gpu: h200\nsglang_quant: fp8\nsglang_strategy: balanced\n' > "$work/fp8.vars"
+printf 'sglang_gpu: h200\nsglang_quant: fp8\nsglang_strategy: high-throughput\n' > "$work/fp8.vars"
 cat > "$work/site.vars" <<VARS
 sglang_model: tiny-moe
 sglang_quant: bf16

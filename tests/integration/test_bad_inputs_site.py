@@ -20,7 +20,7 @@ from helpers import ROOT
 
 BIN = Path(sys.executable).parent
 MATRIX = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text())
-BASE = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced"}
+BASE = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}
 ARGSPEC = ["restart-sec-not-a-number", "install-method-both", "daemon-json-as-list", "unknown-driver-flavor"]
 PLAN = ["unknown-gpu", "three-nodes", "duplicate-ranks", "pd-worker-without-router", "uv-and-docker-both-set",
         "missing-token-for-gated-checkpoint", "secret-in-sglang-env", "type-list-for-dict", "negative-port",

@@ -62,5 +62,5 @@ def test_collection_builds(tmp_path: Path) -> None:
     tarball = tmp_path / f"metalserve-sglang-{version}.tar.gz"
     import tarfile
     names = tarfile.open(tarball).getnames()
-    assert "data/models/glm-5.3/cells.yml" in names and "plugins/plugin_utils/recipe/engine.py" in names
+    assert "data/models/glm-5.3/cookbook/8e04be51/cells.yml" in names and "plugins/plugin_utils/recipe/engine.py" in names
     assert not [n for n in names if n.startswith((".build", ".venv", "rendered", ".cache"))]

@@ -86,6 +86,9 @@ def test_plan_md(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
     assert "| router-01 | F-h200-pd | router (pd) |" in plan
     assert "| mi355x-e01 | E-mi355x | server | mi355x | fp8 | balanced | 1 | glm-5.3 | 0 | **no** | 0.5.13.post1 |" in plan
     assert "is an unverified recipe" in plan
+    # rack_pd_h200 pins the seed cookbook revision: each of its hosts hears what the newest page changed
+    assert ("cookbook revision 03d5035a (sglang_cookbook_revision) differs from the newest shipped revision 8e04be51 "
+            "for h200/fp8/balanced/1 node: the balanced strategy is gone there") in plan
 
 
 def test_secrets_are_masked_everywhere(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:

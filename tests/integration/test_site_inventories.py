@@ -113,7 +113,7 @@ def test_generated_64(plans: dict[str, dict[str, Any]]) -> None:
         router = p[f"router-r{r}.dc1.example.net"]
         assert router["workers_group"] == f"rack_{r}"
         assert router["workers"] == [f"http://gpu-r{r}-n{n:02d}.dc1.example.net:30000" for n in range(1, 17)]
-    assert {p[h]["recipe"]["strategy"] for h in servers(site)} == {"balanced"}
+    assert {p[h]["recipe"]["strategy"] for h in servers(site)} == {"high-throughput"}
 
 
 def test_layered(plans: dict[str, dict[str, Any]]) -> None:
@@ -131,6 +131,9 @@ def test_layered(plans: dict[str, dict[str, Any]]) -> None:
     assert "RestartSec=45" in unit and "TimeoutStartSec=2400" in unit
     assert p["h200-11"]["install"]["venv"] == "/srv/sglang/venvs/0.5.23"
     assert p["gateway"]["argv"][:3] == ["--worker-urls", "http://10.50.1.11:30000", "http://10.50.1.12:31000"]
+    # a site pinned to the cookbook page it was built on keeps that command, and hears what the newest says
+    assert p["h200-11"]["recipe"]["cookbook_revision"] == "03d5035a" and p["h200-11"]["recipe"]["strategy"] == "balanced"
+    assert any("differs from the newest shipped revision 8e04be51" in w for w in p["h200-11"]["warnings"])
     assert flag(p["gateway"], "--port") == "9000"
 
 

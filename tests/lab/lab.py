@@ -124,7 +124,7 @@ def inventory(name: str, servers: list[str], router: str, shape: str, extra: dic
         "children": {
             "servers": {"hosts": hosts, "vars": {
                 "sglang_gpu": "h200", "sglang_quant": "fp8",
-                "sglang_strategy": "balanced" if shape == "pd" else "low-latency",
+                "sglang_strategy": "high-throughput" if shape == "pd" else "low-latency",
                 "sglang_model_path": "/var/lib/sglang/models/tiny-org/Tiny",
                 "model_weights_source": "copy", "model_weights_copy_source": "/mnt/shared/tiny-org/Tiny",
                 "sglang_server_start": False}},

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Build (once) a venv that holds SGLang 0.5.23's real `sglang serve` parser and sglang-router 0.3.2,
-# without the GPU stack: sglang --no-deps plus the imports the parser needs (requirements/sglang-parser.txt).
-# Cached under $METALSERVE_CACHE (default ~/.cache/metalserve-sglang), keyed by the requirements file.
-# Prints the venv's python. About 60-70 s and 2.1 GB the first time; instant afterwards.
+# Build (once) a venv that holds one SGLang release's real `sglang serve` parser (SGLANG_VERSION, default
+# 0.5.23) and sglang-router 0.3.2, without the GPU stack: sglang --no-deps plus the imports the parser needs
+# (requirements/sglang-parser-<version>.txt when the release needs its own list, else
+# requirements/sglang-parser.txt). Cached under $METALSERVE_CACHE (default ~/.cache/metalserve-sglang), keyed
+# by the release and its requirements file. Prints the venv's python. For 0.5.23 about 60-70 s and 2.1 GB the
+# first time (0.5.13.post1: several minutes and 5 GB); instant afterwards.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SGLANG_VERSION=${SGLANG_VERSION:-0.5.23}
 CACHE=${METALSERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metalserve-sglang}
-REQ="$ROOT/requirements/sglang-parser.txt"
+REQ="$ROOT/requirements/sglang-parser-$SGLANG_VERSION.txt"
+[ -e "$REQ" ] || REQ="$ROOT/requirements/sglang-parser.txt"
 KEY=$( { echo "$SGLANG_VERSION"; cat "$REQ"; } | sha256sum | cut -c1-12)
 VENV="$CACHE/sglang-parser-$SGLANG_VERSION-$KEY"
 if [ ! -e "$VENV/.complete" ]; then

@@ -1,7 +1,12 @@
-"""SGLang 0.5.23's own parser accepts every command we render, and reads it as the cookbook's command.
+"""SGLang's own parsers accept every command we render, and read it as the cookbook's command.
 
-Needs the parser venv (tests/slow/sglang_parser_venv.sh, cached); `make test` builds it first and
-passes its python in SGLANG_PARSER_PYTHON. Everything is parsed in one subprocess (one 1.6 s import).
+Every cell of every shipped cookbook revision is parsed by the release that runs it: the release inside its
+image (the ROCm images: 0.5.13.post1) or the pinned 0.5.23 (NVIDIA's floating image, uv installs). Knob
+combinations and the bad-input cases are parsed by 0.5.23.
+
+Needs the parser venvs (tests/slow/sglang_parser_venv.sh, cached); `make slow` builds them and passes their
+pythons in SGLANG_PARSER_PYTHON (0.5.23) and SGLANG_PARSER_PYTHON_<release with _ for .> (the others, e.g.
+SGLANG_PARSER_PYTHON_0_5_13_POST1). Everything one release parses goes through one subprocess.
 """
 from __future__ import annotations
 
@@ -18,38 +23,40 @@ import yaml
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
-from helpers import ROOT, selection_of, upstream, upstream_nodes, upstream_tokens
+from helpers import REVISIONS, ROOT, selection_of, upstream, upstream_nodes, upstream_tokens
 
 pytestmark = pytest.mark.slow
 PARSER_PY = os.environ.get("SGLANG_PARSER_PYTHON", "")
-DOC = upstream()
+PINNED = recipe_engine.load_catalog().versions["pinned"]
+DOCS = {rev: upstream(rev) for rev in REVISIONS}
+CELLS = [(rev, cell) for rev in REVISIONS for cell in DOCS[rev]["cells"]]
 BAD_INPUTS = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text())["parser"]
 HELPER = Path(__file__).with_name("parse_with_sglang.py")
 # 0.5.23 rejects the cookbook's --cuda-graph-max-bs as ambiguous; everything else upstream is taken as written
 UPSTREAM_FOR_0523 = {"--cuda-graph-max-bs": "--cuda-graph-max-bs-decode"}
 
-H200_BAL = {"gpu": "h200", "quant": "fp8", "strategy": "balanced"}
+H200_HT = {"gpu": "h200", "quant": "fp8", "strategy": "high-throughput"}
 H200_LL = {"gpu": "h200", "quant": "fp8", "strategy": "low-latency"}
 GB300_LL = {"gpu": "gb300", "quant": "fp8", "strategy": "low-latency"}
 MI355_UV = {"gpu": "mi355x", "quant": "fp8", "strategy": "balanced", "install_method": "uv"}
 KNOB_COMBOS: dict[str, dict[str, Any]] = {
-    "mtp-516": {**H200_BAL, "speculative": "mtp-516"},
+    "mtp-516": {**H200_HT, "speculative": "mtp-516"},
     "mtp-213-b300-ht": {"gpu": "b300", "quant": "fp8", "strategy": "high-throughput", "speculative": "mtp-213"},
-    "spec-off": {**H200_BAL, "speculative": "off"},
+    "spec-off": {**H200_HT, "speculative": "off"},
     "dflash2": {**H200_LL, "speculative": "dflash2", "draft_model_path": "/models/dflash2"},
-    "dflash2-dp-off": {**H200_BAL, "speculative": "dflash2", "dp_attention": "off"},
+    "dflash2-dp-off": {**H200_HT, "speculative": "dflash2", "dp_attention": "off"},
     "dp4-deepep-ep8": {**H200_LL, "dp_attention": 4, "moe_a2a": "deepep", "ep": 8},
-    "dp-off": {**H200_BAL, "dp_attention": "off"},
+    "dp-off": {**H200_HT, "dp_attention": "off"},
     "cp": {**H200_LL, "context_parallel": {"size": 8}},
     "cp-layer-split-pd": {**H200_LL, "context_parallel": {"size": 8, "layer_split": True}, "pd": {"role": "prefill"}},
-    "hicache": {**H200_BAL, "hicache": {"ratio": 2}},
+    "hicache": {**H200_HT, "hicache": {"ratio": 2}},
     "hicache-file": {**GB300_LL, "hicache": {"write_policy": "write_back", "storage_backend": "mooncake"}},
-    "kv-fp8": {**H200_BAL, "kv_cache_fp8": True},
-    "pd-prefill": {**H200_BAL, "pd": {"role": "prefill", "bootstrap_port": 9000}},
+    "kv-fp8": {**H200_HT, "kv_cache_fp8": True},
+    "pd-prefill": {**H200_HT, "pd": {"role": "prefill", "bootstrap_port": 9000}},
     "pd-decode-nixl": {**GB300_LL, "pd": {"role": "decode", "transfer_backend": "nixl", "ib_device": "mlx5_0"}},
-    "parsers-reasoning-only": {**H200_BAL, "parsers": {"reasoning": True, "tool_call": False}},
-    "model-path": {**H200_BAL, "model_path": "/var/lib/sglang/models/zai-org/GLM-5.3"},
-    "extra-remove": {**H200_BAL, "extra_args": {"--dist-timeout": 3600, "--enable-metrics": True},
+    "parsers-reasoning-only": {**H200_HT, "parsers": {"reasoning": True, "tool_call": False}},
+    "model-path": {**H200_HT, "model_path": "/var/lib/sglang/models/zai-org/GLM-5.3"},
+    "extra-remove": {**H200_HT, "extra_args": {"--dist-timeout": 3600, "--enable-metrics": True},
                      "remove_args": ["--chunked-prefill-size"]},
     "amd-uv-hicache": {**MI355_UV, "hicache": {}, "moe_a2a": "deepep"},
     "amd-uv-cuda-graph": {**MI355_UV, "extra_args": {"--cuda-graph-max-bs": 64}},
@@ -57,26 +64,75 @@ KNOB_COMBOS: dict[str, dict[str, Any]] = {
 }
 
 
-def cell_id(cell: dict) -> str:
+def cell_id(case: tuple[str, dict]) -> str:
+    rev, cell = case
     m = cell["match"]
-    return f"{m['hw']}-{m['quant']}-{m['strategy']}-{m['nodes']}"
+    return f"{rev}-{m['hw']}-{m['quant']}-{m['strategy']}-{m['nodes']}"
+
+
+def parser_python(release: str) -> str:
+    if release == PINNED:
+        return PARSER_PY
+    return os.environ.get("SGLANG_PARSER_PYTHON_" + re.sub(r"[^0-9A-Za-z]", "_", release).upper(), "")
+
+
+def parse(python: str, serve: dict[str, list[str]], router: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    request = {"serve": list(serve.values()), "router": list((router or {}).values())}
+    proc = subprocess.run([python, str(HELPER)], input=json.dumps(request), capture_output=True, text=True,
+                          check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    return {"version": result["sglang"], "serve": dict(zip(serve, result["serve"])),
+            "router": dict(zip(router or {}, result["router"]))}
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, Any]:
+    """Each cell of each revision as a host renders it by default (docker, the cookbook image), parsed by the
+    parser of the release that runs it, beside the cookbook's own command parsed by the same parser."""
+    if not PARSER_PY:
+        pytest.skip("SGLANG_PARSER_PYTHON is not set (make slow sets it)")
+    by_release: dict[str, dict[str, list[str]]] = {}
+    for rev, cell in CELLS:
+        nodes = upstream_nodes(cell["match"]["nodes"])
+        release = recipe_engine.recipe(selection_of(cell, cookbook_revision=rev))["sglang_version"]
+        batch = by_release.setdefault(release, {})
+        for rank in range(nodes):
+            head = "10.0.0.1" if nodes > 1 else None
+            key = f"{cell_id((rev, cell))}#{rank}"
+            batch[f"default:{key}"] = recipe_engine.serve_args(selection_of(cell, cookbook_revision=rev), rank, head)
+            batch[f"plain:{key}"] = recipe_engine.serve_args(selection_of(cell, cookbook_revision=rev, parsers=False),
+                                                             rank, head)
+            theirs = upstream_tokens(cell, DOCS[rev], rank, "10.0.0.1")
+            batch[f"upstream:{key}"] = [UPSTREAM_FOR_0523.get(t, t) for t in theirs] if release == PINNED else theirs
+    missing = sorted(r for r in by_release if not parser_python(r))
+    assert not missing, (f"no parser venv for SGLang {', '.join(missing)}: make slow builds one per release "
+                         "(SGLANG_VERSION=<release> bash tests/slow/sglang_parser_venv.sh)")
+    out: dict[str, Any] = {"versions": {}, "serve": {}, "release_of": {}}
+    for release, batch in by_release.items():
+        result = parse(parser_python(release), batch)
+        out["versions"][release] = result["version"]
+        out["serve"].update(result["serve"])
+        out["release_of"].update({k: release for k in batch})
+    return out
 
 
 @pytest.fixture(scope="module")
 def parsed() -> dict[str, Any]:
-    """Render everything, parse it all with the real parsers in one go, return results by name."""
+    """Render everything for the pinned release, parse it all with its real parsers in one go."""
     if not PARSER_PY:
         pytest.skip("SGLANG_PARSER_PYTHON is not set (make test sets it)")
     serve: dict[str, list[str]] = {}
-    for cell in DOC["cells"]:
+    for rev, cell in CELLS:
         nodes = upstream_nodes(cell["match"]["nodes"])
         for rank in range(nodes):
             head = "10.0.0.1" if nodes > 1 else None
             # AMD cells default to their image's 0.5.13.post1; here we ask for 0.5.23 (a uv install)
-            ours_plain = recipe_engine.serve_args(selection_of(cell, parsers=False, sglang_version="0.5.23"), rank, head)
-            ours_default = recipe_engine.serve_args(selection_of(cell, sglang_version="0.5.23"), rank, head)
-            theirs = [UPSTREAM_FOR_0523.get(t, t) for t in upstream_tokens(cell, DOC, rank, "10.0.0.1")]
-            key = f"{cell_id(cell)}#{rank}"
+            uv = {"sglang_version": "0.5.23", "install_method": "uv", "cookbook_revision": rev}
+            ours_plain = recipe_engine.serve_args(selection_of(cell, parsers=False, **uv), rank, head)
+            ours_default = recipe_engine.serve_args(selection_of(cell, **uv), rank, head)
+            theirs = [UPSTREAM_FOR_0523.get(t, t) for t in upstream_tokens(cell, DOCS[rev], rank, "10.0.0.1")]
+            key = f"{cell_id((rev, cell))}#{rank}"
             serve[f"ours:{key}"], serve[f"default:{key}"], serve[f"upstream:{key}"] = ours_plain, ours_default, theirs
     for name, selection in KNOB_COMBOS.items():
         nodes = selection.get("nodes", 1)
@@ -89,19 +145,14 @@ def parsed() -> dict[str, Any]:
         "example-pd": example_router_argv(),
         "plain": recipe_engine.router_args({"workers": ["http://a:30000", "http://b:30000"], "policy": "cache_aware"}),
     }
-    request = {"serve": list(serve.values()), "router": list(router.values())}
-    proc = subprocess.run([PARSER_PY, str(HELPER)], input=json.dumps(request), capture_output=True, text=True,
-                          check=False, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = json.loads(proc.stdout)
-    return {"version": result["sglang"], "serve": dict(zip(serve, result["serve"])), "argv": serve,
-            "router": dict(zip(router, result["router"])), "router_argv": router}
+    result = parse(PARSER_PY, serve, router)
+    return {**result, "argv": serve, "router_argv": router}
 
 
 def example_router_argv() -> list[str]:
-    hostvars = {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill", "bootstrap_port": 9000},
-                      "ansible_host": "10.0.0.1"},
-                "d": {"sglang_gpu": "h200", "sglang_pd": {"role": "decode"}, "ansible_host": "10.0.0.2"},
+    h200 = {"sglang_gpu": "h200", "sglang_strategy": "high-throughput"}
+    hostvars = {"p": {**h200, "sglang_pd": {"role": "prefill", "bootstrap_port": 9000}, "ansible_host": "10.0.0.1"},
+                "d": {**h200, "sglang_pd": {"role": "decode"}, "ansible_host": "10.0.0.2"},
                 "r": {"sglang_role": "router", "sglang_router_workers_group": "pd"}}
     return host_plan("r", hostvars, {"pd": ["p", "d"]})["argv"]
 
@@ -132,10 +183,11 @@ def test_the_parser_is_strict_enough_to_fail(parsed: dict) -> None:
     assert "ambiguous option: --cuda-graph-max-bs" in parsed["serve"]["negative:old-cuda-graph"]["error"]
 
 
-@pytest.mark.parametrize("cell", DOC["cells"], ids=cell_id)
-def test_ours_means_what_the_cookbook_means(parsed: dict, cell: dict) -> None:
+@pytest.mark.parametrize("case", CELLS, ids=cell_id)
+def test_ours_means_what_the_cookbook_means(parsed: dict, case: tuple[str, dict]) -> None:
+    rev, cell = case
     for rank in range(upstream_nodes(cell["match"]["nodes"])):
-        key = f"{cell_id(cell)}#{rank}"
+        key = f"{cell_id(case)}#{rank}"
         theirs, ours = parsed["serve"][f"upstream:{key}"], parsed["serve"][f"ours:{key}"]
         assert theirs["ok"], theirs["error"]
         assert ours["ns"] == theirs["ns"]
@@ -143,6 +195,34 @@ def test_ours_means_what_the_cookbook_means(parsed: dict, cell: dict) -> None:
         changed = {k for k in default if default[k] != theirs["ns"][k]}
         assert changed == {"reasoning_parser", "tool_call_parser"}
         assert (default["reasoning_parser"], default["tool_call_parser"]) == ("glm45", "glm47")
+
+
+def test_each_cell_parses_under_the_release_that_runs_it(runs: dict) -> None:
+    """The default render of every cell of every shipped revision (docker, the cookbook image) is accepted by
+    the parser of the release inside that image, and means what the cookbook's command means to it."""
+    assert runs["versions"] == {r: r for r in runs["versions"]}  # each venv holds the release it is named for
+    assert set(runs["versions"]) == {"0.5.23", "0.5.13.post1"}
+    failures = {k: v["error"] for k, v in runs["serve"].items() if k.startswith(("default:", "plain:")) and not v["ok"]}
+    assert not failures
+    for key, result in runs["serve"].items():
+        if not key.startswith("plain:"):
+            continue
+        theirs = runs["serve"]["upstream:" + key[len("plain:"):]]
+        assert theirs["ok"], (key, theirs["error"])
+        assert result["ns"] == theirs["ns"], key
+    amd = [k for k, r in runs["release_of"].items() if r == "0.5.13.post1" and k.startswith("default:")]
+    assert amd and all("-mi3" in k for k in amd)
+    print(f"\n{sum(1 for k in runs['serve'] if k.startswith(('default:', 'plain:')))} default renders of "
+          f"{len(CELLS)} cells ({', '.join(REVISIONS)}) accepted by the parser of the release that runs each: "
+          f"{', '.join(sorted(runs['versions']))}")
+
+
+def test_0_5_13_post1_rejects_the_new_spelling_we_translate_away(runs: dict) -> None:
+    """The rename rule (data/sglang/versions.yml) seen from the old release's own parser."""
+    result = parse(parser_python("0.5.13.post1"), {"new": ["--model-path", "x", "--cuda-graph-max-bs-decode", "8"],
+                                                   "old": ["--model-path", "x", "--cuda-graph-max-bs", "8"]})
+    assert "unrecognized arguments: --cuda-graph-max-bs-decode" in result["serve"]["new"]["error"]
+    assert result["serve"]["old"]["ok"] and result["serve"]["old"]["ns"]["cuda_graph_max_bs"] == 8
 
 
 def test_knobs_mean_what_they_say(parsed: dict) -> None:
@@ -185,14 +265,17 @@ def test_router_commands_parse(parsed: dict) -> None:
     assert plain["ns"]["worker_urls"] == ["http://a:30000", "http://b:30000"]
 
 
-def test_committed_flag_table_is_what_the_parser_accepts() -> None:
+@pytest.mark.parametrize("release", ["0.5.23", "0.5.13.post1"])
+def test_committed_flag_table_is_what_the_parser_accepts(release: str) -> None:
     if not PARSER_PY:
         pytest.skip("SGLANG_PARSER_PYTHON is not set")
-    proc = subprocess.run([PARSER_PY, str(ROOT / "tools" / "sglang_flag_table.py"), "--from-parser"],
+    python = parser_python(release)
+    assert python, f"no parser venv for SGLang {release}"
+    proc = subprocess.run([python, str(ROOT / "tools" / "sglang_flag_table.py"), "--from-parser"],
                           capture_output=True, text=True, check=True, timeout=300)
-    committed = (ROOT / "data" / "sglang" / "flags-0.5.23.yml").read_text(encoding="utf-8")
+    committed = (ROOT / "data" / "sglang" / f"flags-{release}.yml").read_text(encoding="utf-8")
     assert yaml.safe_load(proc.stdout) == yaml.safe_load(committed), \
-        "data/sglang/flags-0.5.23.yml is stale: regenerate it with tools/sglang_flag_table.py --from-parser"
+        f"data/sglang/flags-{release}.yml is stale: regenerate it with tools/sglang_flag_table.py --from-parser"
 
 
 if __name__ == "__main__":

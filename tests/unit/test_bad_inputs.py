@@ -23,7 +23,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors im
 from helpers import REAL_X2, ROOT, SYNTH_X8, raw_from_capture
 
 MATRIX = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text())
-BASE = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced"}
+BASE = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}
 CATALOG = load_catalog()
 
 

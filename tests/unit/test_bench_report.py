@@ -27,7 +27,7 @@ def test_published_numbers_and_workload_for_a_cell() -> None:
     pub = br.published("glm-5.3", H200_LL)
     assert [s["concurrency"] for s in pub["entry"]["speed"]] == [1, 16]
     assert br.workload("glm-5.3", H200_LL) == [{"concurrency": 1, "prompts": 8}, {"concurrency": 16, "prompts": 64}]
-    ht = {**H200_LL, "strategy": "high-throughput"}
+    ht = {**H200_LL, "strategy": "high-throughput", "cookbook_revision": "03d5035a"}
     assert br.workload("glm-5.3", ht) == [{"concurrency": 1024, "prompts": 2048}]
     pending = {"gpu": "mi300x", "quant": "fp8", "strategy": "balanced", "nodes": 1}
     assert br.published("glm-5.3", pending)["entry"] is None

@@ -53,7 +53,9 @@ def test_preflight_on_the_machine(tag: str, capture: Path, count: int) -> None:
     refused = (RUNS / tag / "preflight-fp8.txt").read_text()
     assert refused.rstrip().endswith("rc=2")
     gpu = gpu_probe.compose(raw_from_capture(capture), CATALOG.gpus)
-    plan = placement.host_plan(tag, {tag: yaml.safe_load((RUNS / tag / "fp8.vars").read_text())}, {})
+    # the runs predate cookbook revisions: they rendered the seed page, 03d5035a (its h200/fp8/balanced cell)
+    ran = {**yaml.safe_load((RUNS / tag / "fp8.vars").read_text()), "sglang_cookbook_revision": "03d5035a"}
+    plan = placement.host_plan(tag, {tag: ran}, {})
     report = pc.check_host(plan, {tag: {"gpu": gpu, "fabric": {}, "weights_staged": True}}, CATALOG, pc.Limits())
     assert report.problems[0] in refused  # the same words the role printed there
     assert f"this node has {count} (NVIDIA H200)" in report.problems[0]

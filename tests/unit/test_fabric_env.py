@@ -59,7 +59,7 @@ def test_ports_down_or_no_hca_warn(tmp_path: Path) -> None:
 
 def test_the_plan_takes_fabric_values_and_the_operator_wins(tmp_path: Path) -> None:
     fabric = facts(tmp_path, {"mlx5_0": {"ports": {1: {"state": "ACTIVE"}}}, "mlx5_1": {"ports": {1: {"state": "ACTIVE"}}}})
-    pd = {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"},
+    pd = {"sglang_gpu": "h200", "sglang_strategy": "high-throughput", "sglang_pd": {"role": "prefill"},
           "ansible_facts": {"metalserve_fabric": fabric, "default_ipv4": {"interface": "bond0"}}}
     hostvars = {"p": pd, "d": {**pd, "sglang_pd": {"role": "decode"}, "sglang_env": {"NCCL_IB_HCA": "mlx5_1"}},
                 "r": {"sglang_role": "router", "sglang_router_workers_group": "g"}}

@@ -6,7 +6,7 @@ import pytest
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.engine import recipe, serve_args
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
-H200_BAL = {"gpu": "h200", "quant": "fp8", "strategy": "balanced"}
+H200_HT = {"gpu": "h200", "quant": "fp8", "strategy": "high-throughput"}
 H200_LL = {"gpu": "h200", "quant": "fp8", "strategy": "low-latency"}
 B300_HT = {"gpu": "b300", "quant": "fp8", "strategy": "high-throughput"}
 GB300_LL = {"gpu": "gb300", "quant": "fp8", "strategy": "low-latency"}
@@ -35,7 +35,7 @@ def refuses(selection: dict, pattern: str) -> None:
 
 # --- parsers -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("base", [H200_BAL, MI355_BAL], ids=["nvidia", "amd"])
+@pytest.mark.parametrize("base", [H200_HT, MI355_BAL], ids=["nvidia", "amd"])
 def test_parsers_default_on_and_switchable(base: dict) -> None:
     assert {"--reasoning-parser": "glm45", "--tool-call-parser": "glm47"}.items() <= flags(serve_args(base)).items()
     off = flags(serve_args({**base, "parsers": False}))
@@ -45,14 +45,14 @@ def test_parsers_default_on_and_switchable(base: dict) -> None:
 
 
 def test_parsers_bad_shape() -> None:
-    refuses({**H200_BAL, "parsers": ["glm45"]}, r"sglang_parsers: expected true/false or \{reasoning")
-    refuses({**H200_BAL, "parsers": {"tools": True}}, r"sglang_parsers: unknown key\(s\) tools")
+    refuses({**H200_HT, "parsers": ["glm45"]}, r"sglang_parsers: expected true/false or \{reasoning")
+    refuses({**H200_HT, "parsers": {"tools": True}}, r"sglang_parsers: unknown key\(s\) tools")
 
 
 # --- speculative ------------------------------------------------------------------------------
 
 def test_preset_replaces_every_speculative_flag() -> None:
-    args = serve_args({**H200_BAL, "speculative": "mtp-516"})
+    args = serve_args({**H200_HT, "speculative": "mtp-516"})
     assert spec_flags(args) == {"--speculative-algorithm": "EAGLE", "--speculative-num-steps": "5",
                                 "--speculative-eagle-topk": "1", "--speculative-num-draft-tokens": "6"}
     # the group stays where the cell had it: right after the MoE backend
@@ -61,7 +61,7 @@ def test_preset_replaces_every_speculative_flag() -> None:
 
 
 def test_speculative_off_and_added_to_a_cell_without_it() -> None:
-    assert spec_flags(serve_args({**H200_BAL, "speculative": "off"})) == {}
+    assert spec_flags(serve_args({**H200_HT, "speculative": "off"})) == {}
     args = serve_args({**B300_HT, "speculative": "mtp-213"})
     assert spec_flags(args)["--speculative-num-draft-tokens"] == "3"
     assert args.index("--speculative-algorithm") == args.index("--moe-a2a-backend") + 2
@@ -78,10 +78,10 @@ def test_dflash2_preset() -> None:
 
 
 def test_dflash_with_dp_attention_is_refused() -> None:
-    refuses({**H200_BAL, "speculative": "dflash2"},
-            r"sglang_speculative: dflash2 rejects DP-attention, which the balanced cell turns on; set "
+    refuses({**H200_HT, "speculative": "dflash2"},
+            r"sglang_speculative: dflash2 rejects DP-attention, which the high-throughput cell turns on; set "
             r"sglang_dp_attention: off as well")
-    assert spec_flags(serve_args({**H200_BAL, "speculative": "dflash2", "dp_attention": "off"}))
+    assert spec_flags(serve_args({**H200_HT, "speculative": "dflash2", "dp_attention": "off"}))
 
 
 def test_dflash_needs_a_newer_release() -> None:
@@ -96,14 +96,14 @@ def test_mtp_and_dflash_refused_on_amd(preset: str) -> None:
 
 
 def test_unknown_preset_and_stray_draft_path() -> None:
-    refuses({**H200_BAL, "speculative": "eagle3"}, r"sglang_speculative: 'eagle3' is not one of inherit, off")
-    refuses({**H200_BAL, "draft_model_path": "/x"}, r"sglang_draft_model_path: only a draft-model preset uses it")
+    refuses({**H200_HT, "speculative": "eagle3"}, r"sglang_speculative: 'eagle3' is not one of inherit, off")
+    refuses({**H200_HT, "draft_model_path": "/x"}, r"sglang_draft_model_path: only a draft-model preset uses it")
 
 
 def test_speculative_cap_warning() -> None:
     # the low-latency cell has MTP and no --max-running-requests
     assert any("caps running requests at 48" in w for w in recipe(H200_LL)["warnings"])
-    assert not any("caps running" in w for w in recipe(H200_BAL)["warnings"])
+    assert not any("caps running" in w for w in recipe(H200_HT)["warnings"])
     assert not any("caps running" in w
                    for w in recipe({**H200_LL, "extra_args": {"--max-running-requests": 64}})["warnings"])
 
@@ -111,12 +111,12 @@ def test_speculative_cap_warning() -> None:
 # --- DP attention, MoE, EP ----------------------------------------------------------------------
 
 def test_dp_attention_off_keeps_deepep_chunked_prefill_and_max_running() -> None:
-    f = flags(serve_args({**H200_BAL, "dp_attention": "off"}))
+    f = flags(serve_args({**H200_HT, "dp_attention": "off"}))
     assert "--dp-size" not in f and "--enable-dp-attention" not in f
     assert f["--moe-a2a-backend"] == "deepep" and f["--chunked-prefill-size"] == "32768"
     assert f["--max-running-requests"] == "256"
     # YAML's bare `off` arrives as False
-    assert "--dp-size" not in flags(serve_args({**H200_BAL, "dp_attention": False}))
+    assert "--dp-size" not in flags(serve_args({**H200_HT, "dp_attention": False}))
 
 
 @pytest.mark.parametrize("base", [H200_LL, MI300_LL], ids=["nvidia", "amd"])
@@ -128,7 +128,7 @@ def test_dp_attention_size_added(base: dict) -> None:
 
 def test_dp_attention_size_must_divide_tp() -> None:
     refuses({**GB300_LL, "dp_attention": 3}, r"sglang_dp_attention: 3 must divide the TP size 4 .* use one of 2, 4")
-    refuses({**H200_BAL, "dp_attention": "most"}, r"sglang_dp_attention: 'most' is not inherit, off or a size")
+    refuses({**H200_HT, "dp_attention": "most"}, r"sglang_dp_attention: 'most' is not inherit, off or a size")
 
 
 @pytest.mark.parametrize("base", [H200_LL, MI355_BAL], ids=["nvidia", "amd"])
@@ -138,7 +138,7 @@ def test_deepep_and_ep(base: dict) -> None:
 
 
 def test_ep_must_divide_tp() -> None:
-    refuses({**H200_BAL, "ep": 3}, r"sglang_ep: 3 must divide the TP size 8")
+    refuses({**H200_HT, "ep": 3}, r"sglang_ep: 3 must divide the TP size 8")
 
 
 # --- context parallelism ------------------------------------------------------------------------
@@ -151,9 +151,9 @@ def test_context_parallel_on_a_single_node_nvidia_cell() -> None:
 
 
 def test_context_parallel_constraints() -> None:
-    refuses({**H200_BAL, "context_parallel": {"size": 8}},
+    refuses({**H200_HT, "context_parallel": {"size": 8}},
             r"interleave CP fails SGLang's dp_size == 1 check with DP-attention.*sglang_dp_attention: off")
-    assert "--enable-prefill-cp" in serve_args({**H200_BAL, "dp_attention": "off", "context_parallel": {}})
+    assert "--enable-prefill-cp" in serve_args({**H200_HT, "dp_attention": "off", "context_parallel": {}})
     refuses({"gpu": "h200", "quant": "bf16", "strategy": "balanced", "nodes": 2, "context_parallel": {"size": 16}},
             r"prefill context parallelism is single-node only")
     refuses({**MI355_BAL, "context_parallel": {"size": 8}}, r"prefill CP is CUDA-only upstream; mi355x is AMD")
@@ -183,7 +183,7 @@ def test_layer_split_only_on_a_mooncake_prefill_worker() -> None:
 
 # --- HiCache, FP8 KV ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("base", [H200_BAL, MI355_BAL], ids=["nvidia", "amd"])
+@pytest.mark.parametrize("base", [H200_HT, MI355_BAL], ids=["nvidia", "amd"])
 def test_hicache(base: dict) -> None:
     f = flags(serve_args({**base, "hicache": {"enabled": True}}))
     assert {"--enable-hierarchical-cache": None, "--hicache-ratio": "2", "--hicache-size": "0",
@@ -197,14 +197,14 @@ def test_hicache(base: dict) -> None:
 
 
 def test_hicache_errors() -> None:
-    refuses({**H200_BAL, "hicache": ["enabled"]}, r"sglang_hicache: expected a mapping")
-    refuses({**H200_BAL, "hicache": {"write_policy": "lazy"}}, r"write_policy: 'lazy' is not one of write_back")
-    refuses({**H200_BAL, "hicache": {"storage_backend": "s3"}}, r"storage_backend: 's3' is not one of file, mooncake")
-    refuses({**H200_BAL, "hicache": {"ratio": -1}}, r"sglang_hicache.ratio: -1 must be a positive number")
+    refuses({**H200_HT, "hicache": ["enabled"]}, r"sglang_hicache: expected a mapping")
+    refuses({**H200_HT, "hicache": {"write_policy": "lazy"}}, r"write_policy: 'lazy' is not one of write_back")
+    refuses({**H200_HT, "hicache": {"storage_backend": "s3"}}, r"storage_backend: 's3' is not one of file, mooncake")
+    refuses({**H200_HT, "hicache": {"ratio": -1}}, r"sglang_hicache.ratio: -1 must be a positive number")
 
 
 def test_hopper_fp8_kv_cache() -> None:
-    f = flags(serve_args({**H200_BAL, "kv_cache_fp8": True}))
+    f = flags(serve_args({**H200_HT, "kv_cache_fp8": True}))
     assert {"--kv-cache-dtype": "fp8_e4m3", "--dsa-prefill-backend": "flashmla_sparse_q8",
             "--dsa-decode-backend": "flashmla_kv"}.items() <= f.items()
     refuses({**B300_HT, "kv_cache_fp8": True}, r"for Hopper \(H200\); b300 is blackwell and already uses an fp8_e4m3")
@@ -214,17 +214,17 @@ def test_hopper_fp8_kv_cache() -> None:
 # --- PD -------------------------------------------------------------------------------------------
 
 def test_pd_roles_ports_and_backend() -> None:
-    p = recipe({**H200_BAL, "pd": {"role": "prefill"}})
-    d = recipe({**H200_BAL, "pd": {"role": "decode", "transfer_backend": "nixl", "ib_device": "mlx5_3"}})
+    p = recipe({**H200_HT, "pd": {"role": "prefill"}})
+    d = recipe({**H200_HT, "pd": {"role": "decode", "transfer_backend": "nixl", "ib_device": "mlx5_3"}})
     fp, fd = flags(p["args"]), flags(d["args"])
     assert fp["--disaggregation-mode"] == "prefill" and fp["--port"] == "30000"
     assert fp["--disaggregation-transfer-backend"] == "mooncake" and "--disaggregation-ib-device" not in fp
     assert fd["--disaggregation-mode"] == "decode" and fd["--port"] == "30100"
     assert fd["--disaggregation-transfer-backend"] == "nixl" and fd["--disaggregation-ib-device"] == "mlx5_3"
     assert p["ports"] == [30000, 30233, 30234, 30235, 30236, 30237]
-    custom = flags(serve_args({**H200_BAL, "pd": {"role": "prefill", "bootstrap_port": 9000}}))
+    custom = flags(serve_args({**H200_HT, "pd": {"role": "prefill", "bootstrap_port": 9000}}))
     assert custom["--disaggregation-bootstrap-port"] == "9000"
-    explicit = flags(serve_args({**H200_BAL, "port": 31000, "pd": {"role": "decode"}}))
+    explicit = flags(serve_args({**H200_HT, "port": 31000, "pd": {"role": "decode"}}))
     assert explicit["--port"] == "31000"
 
 
@@ -233,70 +233,71 @@ def test_gb300_mooncake_env() -> None:
     assert env == {"NCCL_MNNVL_ENABLE": "1", "NCCL_CUMEM_ENABLE": "1", "SGLANG_MOONCAKE_CUSTOM_MEM_POOL": "True",
                    "MC_FORCE_MNNVL": "1"}
     assert recipe({**GB300_LL, "pd": {"role": "decode", "transfer_backend": "nixl"}})["env"] == {}
-    assert recipe({**H200_BAL, "pd": {"role": "decode"}})["env"] == {}
+    assert recipe({**H200_HT, "pd": {"role": "decode"}})["env"] == {}
 
 
 def test_pd_errors() -> None:
-    refuses({**H200_BAL, "pd": {"role": "both"}}, r"sglang_pd.role: 'both' is not one of prefill, decode")
-    refuses({**H200_BAL, "pd": {"role": "prefill", "transfer_backend": "tcp"}}, r"transfer_backend: 'tcp' is not one")
-    refuses({**H200_BAL, "pd": "prefill"}, r"sglang_pd: expected a mapping \(key: value\), got str 'prefill'")
-    refuses({**H200_BAL, "pd": {"role": "prefill", "bootstrap_port": "x"}}, r"bootstrap_port: 'x' is not a TCP port")
+    refuses({**H200_HT, "pd": {"role": "both"}}, r"sglang_pd.role: 'both' is not one of prefill, decode")
+    refuses({**H200_HT, "pd": {"role": "prefill", "transfer_backend": "tcp"}}, r"transfer_backend: 'tcp' is not one")
+    refuses({**H200_HT, "pd": "prefill"}, r"sglang_pd: expected a mapping \(key: value\), got str 'prefill'")
+    refuses({**H200_HT, "pd": {"role": "prefill", "bootstrap_port": "x"}}, r"bootstrap_port: 'x' is not a TCP port")
 
 
 # --- extra / remove args, env, model path --------------------------------------------------------
 
 def test_extra_args_dict_and_list_forms() -> None:
-    f = flags(serve_args({**H200_BAL, "extra_args": {"--max-running-requests": 384, "--enable-metrics": True,
+    f = flags(serve_args({**H200_HT, "extra_args": {"--max-running-requests": 384, "--enable-metrics": True,
                                                      "--chunked-prefill-size": False, "tp": 8}}))
     assert f["--max-running-requests"] == "384" and "--enable-metrics" in f and "--chunked-prefill-size" not in f
     assert f["--tp-size"] == "8"
-    args = serve_args({**H200_BAL, "extra_args": ["--dist-timeout 3600", "--enable-metrics", "--log-level=debug"]})
+    args = serve_args({**H200_HT, "extra_args": ["--dist-timeout 3600", "--enable-metrics", "--log-level=debug"]})
     assert flags(args)["--dist-timeout"] == "3600" and flags(args)["--log-level"] == "debug"
     assert args[-4:] == ["--host", "0.0.0.0", "--port", "30000"]
 
 
 def test_extra_args_are_checked_against_the_target_release() -> None:
-    refuses({**H200_BAL, "extra_args": {"--max-runing-requests": 10}},
+    refuses({**H200_HT, "extra_args": {"--max-runing-requests": 10}},
             r"sglang_extra_args: SGLang 0.5.23 has no flag --max-runing-requests; did you mean --max-running-requests")
-    refuses({**H200_BAL, "extra_args": {"--enable-metrics": "yes"}},
+    refuses({**H200_HT, "extra_args": {"--enable-metrics": "yes"}},
             r"sglang_extra_args: --enable-metrics is a switch in SGLang 0.5.23")
-    refuses({**H200_BAL, "extra_args": {"--tool-call-parser": "glm99"}},
+    refuses({**H200_HT, "extra_args": {"--tool-call-parser": "glm99"}},
             r"sglang_extra_args: --tool-call-parser 'glm99' is not accepted by SGLang 0.5.23")
-    refuses({**H200_BAL, "extra_args": ["--dist-timeout", "1", "2"]}, r"--dist-timeout takes one value")
-    refuses({**H200_BAL, "extra_args": ["3600"]}, r"'3600' comes before any --flag")
-    refuses({**H200_BAL, "extra_args": "--enable-metrics"}, r"sglang_extra_args: expected a mapping")
+    refuses({**H200_HT, "extra_args": ["--dist-timeout", "1", "2"]}, r"--dist-timeout takes one value")
+    refuses({**H200_HT, "extra_args": ["3600"]}, r"'3600' comes before any --flag")
+    refuses({**H200_HT, "extra_args": "--enable-metrics"}, r"sglang_extra_args: expected a mapping")
 
 
 @pytest.mark.parametrize("flag,variable", [("--port", "sglang_port"), ("--model-path", "sglang_model_path"),
                                            ("--node-rank", "sglang_instance_group"), ("--host", "sglang_host")])
 def test_extra_args_cannot_take_over_managed_flags(flag: str, variable: str) -> None:
-    refuses({**H200_BAL, "extra_args": {flag: "x"}}, rf"{flag} is set by the collection; change {variable}")
+    refuses({**H200_HT, "extra_args": {flag: "x"}}, rf"{flag} is set by the collection; change {variable}")
 
 
 def test_secrets_never_go_on_the_command_line() -> None:
-    refuses({**H200_BAL, "extra_args": {"--api-key": "s3cr3t"}}, r"--api-key would put a secret on the command line")
+    refuses({**H200_HT, "extra_args": {"--api-key": "s3cr3t"}}, r"--api-key would put a secret on the command line")
 
 
 def test_remove_args() -> None:
-    f = flags(serve_args({**H200_BAL, "remove_args": ["--chunked-prefill-size", "max-running-requests"]}))
+    f = flags(serve_args({**H200_HT, "remove_args": ["--chunked-prefill-size", "max-running-requests"]}))
     assert "--chunked-prefill-size" not in f and "--max-running-requests" not in f
-    rec = recipe({**H200_BAL, "remove_args": ["--cuda-graph-max-bs"]})
+    rec = recipe({**H200_HT, "remove_args": ["--cuda-graph-max-bs"]})
     assert any("--cuda-graph-max-bs is not in the command" in w for w in rec["warnings"])
-    refuses({**H200_BAL, "remove_args": ["--host"]}, r"sglang_remove_args: --host is set by the collection")
+    refuses({**H200_HT, "remove_args": ["--host"]}, r"sglang_remove_args: --host is set by the collection")
 
 
 def test_env_merges_over_cell_env() -> None:
-    sel = {"gpu": "gb300", "quant": "fp8", "strategy": "high-throughput"}
+    # the one cell with an env of its own is GB300 high-throughput of cookbook revision 03d5035a
+    sel = {"gpu": "gb300", "quant": "fp8", "strategy": "high-throughput", "cookbook_revision": "03d5035a"}
     assert recipe(sel)["env"] == {"SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "512"}
     env = recipe({**sel, "env": {"SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK": 256, "NCCL_DEBUG": "WARN"}})["env"]
     assert env == {"SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "256", "NCCL_DEBUG": "WARN"}
 
 
 def test_model_path_keeps_the_public_name() -> None:
-    rec = recipe({**H200_BAL, "model_path": "/nvme/glm"})
+    rec = recipe({**H200_HT, "model_path": "/nvme/glm"})
     assert rec["args"][:4] == ["--model-path", "/nvme/glm", "--served-model-name", "zai-org/GLM-5.3"]
     assert rec["served_model_name"] == "zai-org/GLM-5.3"
-    named = recipe({**H200_BAL, "model_path": "/nvme/glm", "served_model_name": "glm-5.3"})
+    named = recipe({**H200_HT, "model_path": "/nvme/glm", "served_model_name": "glm-5.3"})
     assert named["args"][2:4] == ["--served-model-name", "glm-5.3"]
 
 
@@ -307,7 +308,7 @@ def test_pd_on_amd_renders_for_the_rocm_release() -> None:
     assert f["--cuda-graph-max-bs"] == "128" and rec["env"] == {}
 
 
-@pytest.mark.parametrize("base", [H200_BAL, MI355_BAL], ids=["nvidia", "amd"])
+@pytest.mark.parametrize("base", [H200_HT, MI355_BAL], ids=["nvidia", "amd"])
 def test_model_path_on_both_vendors(base: dict) -> None:
     assert serve_args({**base, "model_path": "/m"})[:4] == ["--model-path", "/m", "--served-model-name",
                                                             "zai-org/GLM-5.3"]

@@ -59,7 +59,7 @@ def test_rank_out_of_range_is_refused(rank: object) -> None:
 
 
 def test_single_node_accepts_only_rank_zero() -> None:
-    sel = {"gpu": "h200", "quant": "fp8", "strategy": "balanced"}
+    sel = {"gpu": "h200", "quant": "fp8", "strategy": "high-throughput"}
     assert "--nnodes" not in serve_args(sel)
     with pytest.raises(RecipeError, match="ranks 0..0"):
         serve_args(sel, 1, "h1")

@@ -10,7 +10,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors im
 
 PAIR = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
         "sglang_instance_group": "pair", "sglang_dist_interface": "ens1f0"}
-PD = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced"}
+PD = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}
 
 
 def site() -> tuple[dict, dict]:

@@ -40,11 +40,11 @@ def node(gpu: dict, fabric: dict | None = None, path: str = "/nvme/glm", staged:
 
 
 def test_real_h200_x2_refuses_the_tp8_recipe_with_one_message() -> None:
-    r = run({"n": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced"}},
+    r = run({"n": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}},
             {"n": node(X2, path="/var/lib/sglang/models/zai-org/GLM-5.3")}, "n")
     assert pc.report_text([r], {}) == (
         "preflight: 1 of 1 host(s) cannot serve what the inventory asks:\n"
-        "n (glm-5.3 h200/fp8/balanced, 1 node, 8 GPUs per node):\n"
+        "n (glm-5.3 h200/fp8/high-throughput, 1 node, 8 GPUs per node):\n"
         "  - the recipe needs 8 h200 GPUs per node (TP8 on one node); this node has 2 (NVIDIA H200). Fix: pick a "
         "recipe that fits this node (listed below) or run this one on a node with 8 h200 GPUs\n"
         "  - /var/lib/sglang/models/zai-org/GLM-5.3 (on /) has 137 GB free; the zai-org/GLM-5.3 weights need "
@@ -57,18 +57,20 @@ def test_real_h200_x2_passes_a_site_tp2_recipe_and_it_is_offered() -> None:
     site = {"sglang_gpu": "h200", "sglang_model": "tiny-moe", "sglang_quant": "bf16", "sglang_recipes": TINY}
     r = run({"n": site}, {"n": node(X2)}, "n")
     assert r.problems == [] and r.warnings == []
-    refused = run({"n": {**site, "sglang_model": "glm-5.3", "sglang_quant": "fp8"}}, {"n": node(X2, staged=True)}, "n")
+    refused = run({"n": {**site, "sglang_model": "glm-5.3", "sglang_quant": "fp8", "sglang_strategy": "low-latency"}},
+                  {"n": node(X2, staged=True)}, "n")
     assert refused.alternatives == ["tiny-moe h200/bf16/balanced (TP2, from sglang_recipes)"]
 
 
-@pytest.mark.parametrize("strategy", ["low-latency", "balanced", "high-throughput"])
+@pytest.mark.parametrize("strategy", ["low-latency", "high-throughput"])
 def test_eight_h200_hold_every_fp8_cell(strategy: str) -> None:
     r = run({"n": {"sglang_gpu": "h200", "sglang_strategy": strategy}}, {"n": node(X8, staged=True)}, "n")
     assert (r.problems, r.warnings) == ([], [])
 
 
 def test_bf16_pair_head_reports_only_the_missing_member() -> None:
-    pair = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_nodes": 2, "sglang_instance_group": "pair"}
+    pair = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
+            "sglang_instance_group": "pair"}
     hostvars = {"a": {**pair, "ansible_host": "10.0.0.1"}, "b": {**pair, "ansible_host": "10.0.0.2"}}
     r = run(hostvars, {"a": node(X8, IB_UP, staged=True)}, "a", {"pair": ["a", "b"]})
     assert r.problems == [
@@ -77,7 +79,8 @@ def test_bf16_pair_head_reports_only_the_missing_member() -> None:
 
 
 def test_members_must_match_and_the_head_must_resolve() -> None:
-    pair = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_nodes": 2, "sglang_instance_group": "pair"}
+    pair = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
+            "sglang_instance_group": "pair"}
     hostvars = {"a": {**pair, "ansible_host": "head.example"}, "b": pair}
     older = copy.deepcopy(X8)
     older["driver_version"] = "570.172.08"
@@ -94,7 +97,7 @@ def test_members_must_match_and_the_head_must_resolve() -> None:
 
 
 def test_no_gpu_found_is_an_explanation() -> None:
-    r = run({"n": {"sglang_gpu": "h200"}}, {"n": node(NO_GPU, staged=True)}, "n")
+    r = run({"n": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput"}}, {"n": node(NO_GPU, staged=True)}, "n")
     assert r.problems == [
         "no GPU found: nvidia-smi, amd-smi and rocm-smi gave no GPU and the PCI bus shows no NVIDIA or AMD GPU. Fix: "
         "run this on a GPU node (is the GPU passed through to this machine?), or set sglang_role: router or none for "
@@ -103,10 +106,10 @@ def test_no_gpu_found_is_an_explanation() -> None:
 
 
 def test_wrong_gpu_in_the_inventory() -> None:
-    r = run({"n": {"sglang_gpu": "b200"}}, {"n": node(X8, staged=True)}, "n")
+    r = run({"n": {"sglang_gpu": "b200", "sglang_strategy": "high-throughput"}}, {"n": node(X8, staged=True)}, "n")
     assert r.problems == ["sglang_gpu is b200 but this node has 8x h200 (NVIDIA H200). Fix: set sglang_gpu: h200 for "
                           "this host or its rack (or leave it unset: preflight then takes it from the node)"]
-    assert "glm-5.3 h200/fp8/balanced (TP8)" in r.alternatives
+    assert "glm-5.3 h200/fp8/high-throughput (TP8)" in r.alternatives
 
 
 def test_mixed_and_unknown_gpus() -> None:
@@ -114,11 +117,11 @@ def test_mixed_and_unknown_gpus() -> None:
     rows = raw["nvidia_query"].splitlines()
     rows[1] = rows[1].replace("NVIDIA H200", "NVIDIA H100 80GB HBM3").replace("0x233510DE", "0x233010DE")
     mixed = gpu_probe.compose({**raw, "nvidia_query": "\n".join(rows)}, CATALOG.gpus)
-    r = run({"n": {"sglang_gpu": "h200"}}, {"n": node(mixed, staged=True)}, "n")
+    r = run({"n": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput"}}, {"n": node(mixed, staged=True)}, "n")
     assert r.problems[0].startswith("mixed GPU models on one node (NVIDIA H100 80GB HBM3, NVIDIA H200)")
     unknown = gpu_probe.compose({**raw, "nvidia_query": raw["nvidia_query"].replace("NVIDIA H200", "NVIDIA L40S")
                                  .replace("0x233510DE", "0x26B910DE")}, CATALOG.gpus)
-    r = run({"n": {"sglang_gpu": "h200"}}, {"n": node(unknown, staged=True)}, "n")
+    r = run({"n": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput"}}, {"n": node(unknown, staged=True)}, "n")
     assert r.problems[0].startswith("the GPUs (NVIDIA L40S) are not in the GPU platform table. Fix: add them with "
                                     "sglang_gpu_platforms")
 
@@ -140,7 +143,7 @@ def test_gpu_health_problems() -> None:
     sick["gpus"][0]["persistence_mode"] = False
     sick["nvswitch"] = {"pci_count": 4, "present": True}
     sick["secure_boot"], sick["kernel_modules"] = True, []
-    r = run({"n": {"sglang_gpu": "h200"}}, {"n": node(sick, staged=True)}, "n")
+    r = run({"n": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput"}}, {"n": node(sick, staged=True)}, "n")
     assert [p.split(" Fix:")[0] for p in r.problems] == [
         "MIG is enabled on GPU 3; SGLang needs whole GPUs.",
         "the GPUs are not registered with the NVLink fabric (GPU5=In Progress/N/A).",
@@ -148,7 +151,7 @@ def test_gpu_health_problems() -> None:
         "Secure Boot is on and the nvidia kernel module is neither loaded nor signed."]
     assert r.warnings == ["persistence mode is off on some GPUs; the nvidia_driver role enables nvidia-persistenced"]
     sick.update(fabric_manager={"running": True, "version": "580.126.09"})
-    r = run({"n": {"sglang_gpu": "h200"}}, {"n": node(sick, staged=True)}, "n")
+    r = run({"n": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput"}}, {"n": node(sick, staged=True)}, "n")
     assert "Fabric Manager 580.126.09 does not match driver 580.159.04. Fix: install the Fabric Manager package of " \
            "exactly the driver's version and hold both" in r.problems
 
@@ -162,13 +165,14 @@ def test_blackwell_needs_open_modules() -> None:
         for line in raw_from_capture(SYNTH_X8)["nvidia_query"].splitlines()),
         "proc_version": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Release Build\n"}, CATALOG.gpus)
     assert (b300["gpu_id"], b300["driver_flavor"]) == ("b300", "proprietary")
-    r = run({"n": {"sglang_gpu": "b300", "sglang_quant": "bf16"}}, {"n": node(b300, staged=True)}, "n")
+    r = run({"n": {"sglang_gpu": "b300", "sglang_quant": "bf16", "sglang_strategy": "balanced"}},
+            {"n": node(b300, staged=True)}, "n")
     assert [p.split(" Fix:")[0] for p in r.problems] == [
         "NVIDIA B300 needs the open GPU kernel modules; the proprietary driver is loaded."]
 
 
 def test_pd_needs_an_active_rdma_port_unless_told_otherwise() -> None:
-    pd = {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"}}
+    pd = {"sglang_gpu": "h200", "sglang_strategy": "high-throughput", "sglang_pd": {"role": "prefill"}}
     hostvars = {"p": pd, "d": {**pd, "sglang_pd": {"role": "decode"}},
                 "r": {"sglang_role": "router", "sglang_router_workers_group": "pd"}}
     groups = {"pd": ["p", "d"]}
@@ -185,7 +189,8 @@ def test_pd_needs_an_active_rdma_port_unless_told_otherwise() -> None:
 
 def test_amd_mi355x_holds_fp8_and_bf16() -> None:
     for quant in ("fp8", "bf16"):
-        r = run({"n": {"sglang_gpu": "mi355x", "sglang_quant": quant}}, {"n": node(MI355, staged=True)}, "n")
+        r = run({"n": {"sglang_gpu": "mi355x", "sglang_quant": quant, "sglang_strategy": "balanced"}},
+                {"n": node(MI355, staged=True)}, "n")
         assert r.problems == [], r.problems
 
 
@@ -202,7 +207,7 @@ def test_vram_check_on_a_site_recipe() -> None:
 def test_disk_uses_the_mount_holding_the_path() -> None:
     assert pc.free_bytes(DISK, "/nvme/models/x") == ("/nvme", 3_500_000_000_000)
     assert pc.free_bytes(DISK, "/nvmexyz") == ("/", 137_420_980_224)
-    r = run({"n": {"sglang_gpu": "h200"}}, {"n": node(X8, path="/nvme/models/glm")}, "n")
+    r = run({"n": {"sglang_gpu": "h200", "sglang_strategy": "high-throughput"}}, {"n": node(X8, path="/nvme/models/glm")}, "n")
     assert r.problems == []
 
 

@@ -14,7 +14,7 @@ SCHEMA = load_catalog().variables["recipe"]
 def test_defaults() -> None:
     sel = normalize({"gpu": "h200"}, SCHEMA)
     assert (sel["model"], sel["quant"], sel["strategy"], sel["nodes"], sel["host"]) == (
-        "glm-5.3", "fp8", "balanced", 1, "0.0.0.0")
+        "glm-5.3", "fp8", None, 1, "0.0.0.0")  # strategy: required where there is a choice
     assert sel["parsers"] is True and sel["speculative"] == "inherit" and sel["env"] == {}
 
 
@@ -51,7 +51,7 @@ def test_type_mistakes_name_the_variable(selection: object, message: str) -> Non
     ({}, r"sglang_gpu: not set; glm-5.3 has recipes for b200, b300, gb300, h200, mi300x, mi325x, mi355x"),
     ({"gpu": "h200", "model": "glm-6"}, r"sglang_model: 'glm-6' has no recipes; known models: glm-5.3"),
     ({"gpu": "h200", "quant": "bf16"}, r"sglang_nodes: bf16 on h200 needs sglang_nodes: 2 \(TP16 over two 8-GPU "
-                                       r"nodes\); single-node h200 offers: fp8 x low-latency/balanced/high-throughput"),
+                                       r"nodes\); single-node h200 offers: fp8 x low-latency/high-throughput"),
     ({"gpu": "b300", "quant": "bf16", "nodes": 2}, r"sglang_nodes: bf16 on b300 needs sglang_nodes: 1 \(TP8 on one "
                                                    r"8-GPU node\); b300 has no 2-node recipe"),
     ({"gpu": "h200", "nodes": 3}, r"sglang_nodes: fp8 on h200 needs sglang_nodes: 1"),

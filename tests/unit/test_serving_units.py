@@ -14,10 +14,10 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import unit
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
 
 FAMILIES = {
-    "h200-fp8": {"sglang_gpu": "h200", "sglang_quant": "fp8"},
+    "h200-fp8": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"},
     "b300-nvfp4": {"sglang_gpu": "b300", "sglang_quant": "nvfp4", "sglang_strategy": "low-latency"},
     "gb300-fp8": {"sglang_gpu": "gb300", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"},
-    "mi355x-fp8": {"sglang_gpu": "mi355x", "sglang_quant": "fp8"},
+    "mi355x-fp8": {"sglang_gpu": "mi355x", "sglang_quant": "fp8", "sglang_strategy": "balanced"},
 }
 FABRIC = {"ansible_facts": {"metalserve_fabric": {"uverbs_present": True, "devices": []}}}
 
@@ -82,34 +82,37 @@ def test_a_release_other_than_the_pin_gets_its_own_venv_in_the_unit() -> None:
 
 
 def test_docker_pd_and_multinode_use_the_host_network_and_the_hcas() -> None:
-    pd = host_plan("p", {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"}, **FABRIC},
+    ht = {"sglang_gpu": "h200", "sglang_strategy": "high-throughput"}
+    pd = host_plan("p", {"p": {**ht, "sglang_pd": {"role": "prefill"}, **FABRIC},
                          "r": {"sglang_role": "router", "sglang_router_workers_group": "g"},
-                         "d": {"sglang_gpu": "h200", "sglang_pd": {"role": "decode"}}}, {"g": ["p", "d"]})
+                         "d": {**ht, "sglang_pd": {"role": "decode"}}}, {"g": ["p", "d"]})
     argv = su.docker_run(pd)
     assert "--network=host" in argv and "-p" not in argv
     assert argv[argv.index("--device") + 1] == "/dev/infiniband" and "IPC_LOCK" in argv
     assert "-v" in argv and "/var/lib/sglang/hf-cache:/root/.cache/huggingface" in argv  # a hub id: the cache
-    no_hca = host_plan("p", {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"},
+    no_hca = host_plan("p", {"p": {**ht, "sglang_pd": {"role": "prefill"},
                                    "ansible_facts": {"metalserve_fabric": {"uverbs_present": False, "devices": []}}},
                              "r": {"sglang_role": "router", "sglang_router_workers_group": "g"},
-                             "d": {"sglang_gpu": "h200", "sglang_pd": {"role": "decode"}}}, {"g": ["p", "d"]})
+                             "d": {**ht, "sglang_pd": {"role": "decode"}}}, {"g": ["p", "d"]})
     assert "/dev/infiniband" not in su.docker_run(no_hca)  # docker refuses a --device that does not exist
-    amd = host_plan("a", {"a": {"sglang_gpu": "mi355x", "sglang_nodes": 1, "sglang_pd": {"role": "decode"}, **FABRIC},
+    mi = {"sglang_gpu": "mi355x", "sglang_strategy": "balanced"}
+    amd = host_plan("a", {"a": {**mi, "sglang_nodes": 1, "sglang_pd": {"role": "decode"}, **FABRIC},
                           "r": {"sglang_role": "router", "sglang_router_workers_group": "g"},
-                          "p": {"sglang_gpu": "mi355x", "sglang_pd": {"role": "prefill"}}}, {"g": ["a", "p"]})
+                          "p": {**mi, "sglang_pd": {"role": "prefill"}}}, {"g": ["a", "p"]})
     assert "stack=67108864" in su.docker_run(amd)
 
 
 def test_only_the_head_waits_for_health() -> None:
-    pair = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_nodes": 2, "sglang_instance_group": "g",
-            "sglang_install_method": "uv", "sglang_server_firewall": False}
+    pair = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
+            "sglang_instance_group": "g", "sglang_install_method": "uv", "sglang_server_firewall": False}
     hostvars, groups = {"a": pair, "b": pair}, {"g": ["a", "b"]}
     assert "ExecStartPost" in host_plan("a", hostvars, groups)["files"]["unit"]["content"]
     assert "ExecStartPost" not in host_plan("b", hostvars, groups)["files"]["unit"]["content"]
 
 
 def test_api_key_goes_through_a_config_file_path() -> None:
-    plan = one({"sglang_gpu": "h200", "sglang_api_key": "sk-never-in-a-unit", "sglang_install_method": "uv"})
+    plan = one({"sglang_gpu": "h200", "sglang_strategy": "high-throughput", "sglang_api_key": "sk-never-in-a-unit",
+                "sglang_install_method": "uv"})
     unit = plan["files"]["unit"]["content"]
     assert exec_argv(unit)[-2:] == ["--config", "/etc/sglang/glm-5.3.secrets.yaml"]
     assert "sk-never-in-a-unit" not in repr(plan) and plan["api_key"] is True
@@ -123,7 +126,7 @@ def test_systemd_quoting() -> None:
 
 
 def test_env_file_with_and_without_the_secret() -> None:
-    plan = one({"sglang_gpu": "h200", "sglang_install_method": "uv", "sglang_hf_token": "hf_real",
+    plan = one({"sglang_gpu": "h200", "sglang_strategy": "high-throughput", "sglang_install_method": "uv", "sglang_hf_token": "hf_real",
                 "sglang_env": {"NCCL_DEBUG": "WARN", "A": "x y"}})
     preview = plan["files"]["env"]["content"]
     assert preview.splitlines()[1:] == ["A=x y", "NCCL_DEBUG=WARN", "HF_TOKEN=<secret: sglang_hf_token>"]
@@ -137,8 +140,9 @@ def test_env_file_with_and_without_the_secret() -> None:
 
 
 def test_router_units() -> None:
-    hostvars = {"p": {"sglang_gpu": "h200", "sglang_pd": {"role": "prefill"}, "ansible_host": "10.0.0.1"},
-                "d": {"sglang_gpu": "h200", "sglang_pd": {"role": "decode"}, "ansible_host": "10.0.0.2"},
+    ht = {"sglang_gpu": "h200", "sglang_strategy": "high-throughput"}
+    hostvars = {"p": {**ht, "sglang_pd": {"role": "prefill"}, "ansible_host": "10.0.0.1"},
+                "d": {**ht, "sglang_pd": {"role": "decode"}, "ansible_host": "10.0.0.2"},
                 "r": {"sglang_role": "router", "sglang_router_workers_group": "g", "sglang_install_method": "uv"}}
     plan = host_plan("r", hostvars, {"g": ["p", "d"]})
     argv = exec_argv(plan["files"]["unit"]["content"])

@@ -48,7 +48,7 @@ def test_a_recipe_larger_than_the_node_is_refused() -> None:
                                         "flags": {"--tp-size": 8}}]}
     with pytest.raises(RecipeError, match=r"sglang_nodes: glm-5.3 gb300/fp8/balanced/1 node needs 8 GPUs per node; "
                                           r"a gb300 node has 4"):
-        recipe({"gpu": "gb300", "recipes": [site]})
+        recipe({"gpu": "gb300", "strategy": "balanced", "recipes": [site]})
 
 
 @pytest.mark.parametrize("recipes,message", [

@@ -9,7 +9,7 @@ from ansible_collections.metalserve.sglang.plugins.filter.verify import verify_t
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import verify as vc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
 
-H200 = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced"}
+H200 = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}
 
 
 def target() -> dict:
@@ -44,7 +44,7 @@ def test_target_of_a_plain_server_has_its_port_name_and_parsers() -> None:
 
 
 def test_pd_workers_are_left_to_their_router_and_the_router_carries_the_decode_parsers() -> None:
-    pd = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced"}
+    pd = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}
     hostvars = {"p": {**pd, "sglang_pd": {"role": "prefill"}, "ansible_host": "10.0.0.1"},
                 "d": {**pd, "sglang_pd": {"role": "decode"}, "ansible_host": "10.0.0.2"},
                 "r": {"sglang_role": "router", "sglang_router_workers_group": "pd"}}
@@ -103,7 +103,7 @@ def test_table_has_a_row_per_host_and_lists_problems() -> None:
 
 
 def test_router_routes_the_pinned_router_lacks_are_not_applicable() -> None:
-    pd = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced"}
+    pd = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}
     hostvars = {"p": {**pd, "sglang_pd": {"role": "prefill"}}, "d": {**pd, "sglang_pd": {"role": "decode"}},
                 "r": {"sglang_role": "router", "sglang_router_workers_group": "pd"}}
     router = verify_target(host_plan("r", hostvars, {"all": ["p", "d", "r"], "pd": ["p", "d"]}))

@@ -14,14 +14,19 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (
+    DATA_DIR,
+    benchmarks_path,
+    read_yaml,
+)
 
 UPSTREAM_CONCURRENCY = {"low-latency": [1, 16], "balanced": [64, 256], "high-throughput": [1024]}
 
 
 def published(model: str, cell: dict[str, Any], data_dir: Path = DATA_DIR) -> dict[str, Any]:
-    """The model's benchmark file and the published entry of this cell (None when upstream has none)."""
-    path = data_dir / "models" / model / "benchmarks.yml"
+    """The benchmark file of the cell's cookbook revision (cell['cookbook_revision']; unset: the newest
+    shipped) and the published entry of this cell (None when upstream has none)."""
+    path = benchmarks_path(model, cell.get("cookbook_revision"), data_dir)
     doc = read_yaml(path) if path.exists() else {"cells": []}
     key = (cell["gpu"], cell["quant"], cell["strategy"], int(cell["nodes"]))
     entry = next((c for c in doc.get("cells", []) if (c["gpu"], c["quant"], c["strategy"], int(c["nodes"])) == key),
@@ -80,8 +85,9 @@ def markdown(host: str, model: str, cell: dict[str, Any], gpus: int, rows: list[
     entry, doc = pub["entry"], pub["doc"]
     lines = [f"# {model} {_cell_name(cell)} on {host}", "",
              f"Ours: sglang.bench_serving from SGLang {sglang}, {gpus} GPU(s). "
-             + (f"Published: SGLang {entry.get('sglang') or 'unrecorded'} ({doc.get('source')})." if entry
-                else "Published: none for this cell upstream (pending there)."), ""]
+             + (f"Published: SGLang {entry.get('sglang') or 'unrecorded'}, cookbook revision {doc.get('revision')} "
+                f"({doc.get('source')})." if entry
+                else f"Published: none for this cell in cookbook revision {doc.get('revision')} (pending there)."), ""]
     if note:
         lines += [note, ""]
     lines += ["| concurrency | done | tok/s/GPU ours | published | ratio | TPOT ms ours | published | ratio "
@@ -94,8 +100,8 @@ def markdown(host: str, model: str, cell: dict[str, Any], gpus: int, rows: list[
                      f"{cell_(r['published_tok_s_per_gpu'])} | {cell_(r['throughput_ratio'])} | {cell_(r['ours_tpot_ms'])} | "
                      f"{cell_(r['published_tpot_ms'])} | {cell_(r['tpot_ratio'])} | {cell_(r['ours_ttft_ms'])} | "
                      f"{cell_(r['published_ttft_ms'])} |")
-    acc = (doc.get("simulated_accept_length") or {}).get(cell["strategy"])
-    if entry and acc:
+    acc = (entry or {}).get("simulated_accept_length")
+    if acc:
         lines += ["", f"Upstream pinned the speculative accept length (SGLANG_SIMULATE_ACC_LEN={acc}); a real "
                       "deployment's accept length differs, so its TPOT and throughput will too."]
     return "\n".join(lines) + "\n"

@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Load the recipe data shipped in data/ and merge a site's additions over it.
 
-Nothing here knows about GLM-5.3: models, GPUs, SGLang releases and ports are all YAML.
+Nothing here knows about GLM-5.3: models, GPUs, SGLang releases and ports are all YAML. A model's
+cookbook cells and images come in upstream revisions (data/models/<id>/cookbook/<short commit>/),
+newest first; `with_revision` gives the model as one revision has it.
 """
 from __future__ import annotations
 
@@ -32,10 +34,21 @@ class Cell:
     env: dict[str, str]
     flags: tuple[tuple[str, Any], ...]
     origin: str = "cookbook"
+    revision: str = ""  # the upstream cookbook revision (short commit) a cookbook cell comes from
 
     @property
     def key(self) -> tuple[str, str, str, int]:
         return (self.gpu, self.quant, self.strategy, self.nodes)
+
+
+@dataclass(frozen=True)
+class Revision:
+    """One upstream revision of a model's cookbook page: its images and cells."""
+    id: str
+    commit: str
+    source: str
+    images: dict[str, dict[str, Any]]
+    cells: tuple[Cell, ...]
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,8 @@ class Model:
     context_parallel: dict[str, Any]
     cells: tuple[Cell, ...]
     min_sglang: str = ""
+    revisions: tuple[Revision, ...] = ()  # newest first; cells and images above are those of `revision`
+    revision: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,7 +90,7 @@ def _require(doc: dict[str, Any], key: str, kind: type, where: str) -> Any:
     return doc[key]
 
 
-def parse_cell(doc: Any, where: str, origin: str) -> Cell:
+def parse_cell(doc: Any, where: str, origin: str, revision: str = "") -> Cell:
     if not isinstance(doc, dict):
         raise RecipeError(f"{where}: a cell must be a mapping, got {type(doc).__name__}")
     flags = doc.get("flags") or {}
@@ -99,6 +114,7 @@ def parse_cell(doc: Any, where: str, origin: str) -> Cell:
         env={str(k): str(v) for k, v in env.items()},
         flags=tuple((str(k), v) for k, v in flags.items()),
         origin=origin,
+        revision=revision,
     )
 
 
@@ -109,7 +125,26 @@ def _merge_cells(base: tuple[Cell, ...], extra: list[Cell]) -> tuple[Cell, ...]:
     return tuple(merged + [c for c in extra if c.key in by_key])
 
 
-def parse_model(doc: Any, where: str, origin: str, base: Model | None = None) -> Model:
+def parse_revision(doc: Any, where: str) -> Revision:
+    """A cookbook/<revision>/cells.yml document (written by tools/import_cookbook_cells.py)."""
+    if not isinstance(doc, dict):
+        raise RecipeError(f"{where}: expected a mapping, got {type(doc).__name__}")
+    rid = str(_require(doc, "revision", str, where))
+    cells_doc = _require(doc, "cells", list, where)
+    images = _require(doc, "images", dict, where)
+    return Revision(id=rid, commit=str(_require(doc, "commit", str, where)), source=str(doc.get("source", "")),
+                    images=copy.deepcopy(images),
+                    cells=tuple(parse_cell(c, f"{where}.cells[{i}]", "cookbook", rid) for i, c in enumerate(cells_doc)))
+
+
+def _merge_images(base: dict[str, dict[str, Any]], extra: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    out = copy.deepcopy(base)
+    out.update(copy.deepcopy(extra))
+    return out
+
+
+def parse_model(doc: Any, where: str, origin: str, base: Model | None = None,
+                revisions: tuple[Revision, ...] = ()) -> Model:
     if not isinstance(doc, dict):
         raise RecipeError(f"{where}: a model document must be a mapping, got {type(doc).__name__}")
     model_id = str(_require(doc, "id", str, where))
@@ -117,6 +152,12 @@ def parse_model(doc: Any, where: str, origin: str, base: Model | None = None) ->
     if not isinstance(cells_doc, list):
         raise RecipeError(f"{where}.cells: expected a list of cells, got {type(cells_doc).__name__}")
     cells = [parse_cell(c, f"{where}.cells[{i}]", origin) for i, c in enumerate(cells_doc)]
+    if base is not None:
+        # a site's cells and images apply whichever cookbook revision a host selects
+        revisions = tuple(dataclasses.replace(r, cells=_merge_cells(r.cells, cells),
+                                              images=_merge_images(r.images, doc.get("images") or {}))
+                          for r in base.revisions)
+    newest = revisions[0] if revisions and base is None else None
     for name in ("checkpoints", "images", "parsers", "speculative_presets", "hopper_fp8_kv_flags",
                  "context_parallel"):
         if name in doc and not isinstance(doc[name], dict):
@@ -131,13 +172,15 @@ def parse_model(doc: Any, where: str, origin: str, base: Model | None = None) ->
         id=model_id,
         display_name=str(doc.get("display_name") or (base.display_name if base else model_id)),
         checkpoints=merged("checkpoints"),
-        images=merged("images"),
+        images=_merge_images(newest.images, doc.get("images") or {}) if newest else merged("images"),
         parsers=merged("parsers"),
         speculative_presets=merged("speculative_presets"),
         hopper_fp8_kv_flags=merged("hopper_fp8_kv_flags"),
         context_parallel=merged("context_parallel"),
-        cells=_merge_cells(base.cells if base else (), cells),
+        cells=newest.cells if newest else _merge_cells(base.cells if base else (), cells),
         min_sglang=str(doc.get("min_sglang") or (base.min_sglang if base else "")),
+        revisions=revisions,
+        revision=newest.id if newest else (base.revision if base else ""),
     )
     for quant, ckpt in model.checkpoints.items():
         if not isinstance(ckpt, dict) or "id" not in ckpt:
@@ -151,8 +194,13 @@ def _shipped(data_dir: str) -> Catalog:
     models: dict[str, Model] = {}
     for model_dir in sorted(p for p in (root / "models").iterdir() if p.is_dir()):
         doc = dict(read_yaml(model_dir / "model.yml"))
-        doc["cells"] = (read_yaml(model_dir / "cells.yml") or {}).get("cells", [])
-        model = parse_model(doc, f"data/models/{model_dir.name}", "cookbook")
+        where = f"data/models/{model_dir.name}"
+        revisions = tuple(parse_revision(read_yaml(model_dir / "cookbook" / str(rid) / "cells.yml"),
+                                         f"{where}/cookbook/{rid}/cells.yml")
+                          for rid in doc.get("cookbook_revisions") or [])
+        if not revisions:
+            doc["cells"] = (read_yaml(model_dir / "cells.yml") or {}).get("cells", [])
+        model = parse_model(doc, where, "cookbook", revisions=revisions)
         models[model.id] = model
     return Catalog(
         models=models,
@@ -198,6 +246,37 @@ def load_catalog(recipes: Any = None, gpu_platforms: Any = None, data_dir: Path 
                     raise RecipeError(f"sglang_gpu_platforms.{gpu_id}: needs '{key}' (vendor, gpus_per_node, vram_gb)")
             gpus[gpu_id] = merged_entry
     return dataclasses.replace(shipped, models=models, gpus=gpus)
+
+
+def find_revision(model: Model, wanted: str) -> Revision:
+    """A shipped revision by its short id, or by a commit prefix of 7 characters or more."""
+    for rev in model.revisions:
+        if wanted == rev.id or (len(wanted) >= 7 and rev.commit.startswith(wanted)):
+            return rev
+    shipped = ", ".join(f"{r.id}{' (newest)' if i == 0 else ''}" for i, r in enumerate(model.revisions))
+    raise RecipeError(f"sglang_cookbook_revision: {wanted!r} is not a cookbook revision shipped for {model.id}; "
+                      f"shipped: {shipped}")
+
+
+def with_revision(model: Model, wanted: str | None) -> Model:
+    """The model with the cells and images of one cookbook revision (unset: the newest, as loaded)."""
+    if not wanted:
+        return model
+    if not model.revisions:
+        raise RecipeError(f"sglang_cookbook_revision: {model.id} has no cookbook revisions (its cells come from "
+                          f"sglang_recipes); unset sglang_cookbook_revision for it")
+    rev = find_revision(model, str(wanted))
+    return dataclasses.replace(model, cells=rev.cells, images=rev.images, revision=rev.id)
+
+
+def benchmarks_path(model_id: str, revision: str | None = None, data_dir: Path = DATA_DIR) -> Path:
+    """The published numbers of a model's cookbook revision (default: the newest shipped)."""
+    model_dir = Path(data_dir) / "models" / model_id
+    model = _shipped(str(data_dir)).models.get(model_id)
+    if model is None or not model.revisions:
+        return model_dir / "benchmarks.yml"
+    rev = find_revision(model, revision) if revision else model.revisions[0]
+    return model_dir / "cookbook" / rev.id / "benchmarks.yml"
 
 
 @functools.lru_cache(maxsize=None)

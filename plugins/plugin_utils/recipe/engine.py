@@ -30,7 +30,9 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog i
     Model,
     flag_table,
     load_catalog,
+    with_revision,
 )
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.revisions import revision_warning, same_command
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import normalize
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import (
@@ -92,10 +94,11 @@ def _tp_of(cell: Cell) -> int:
 
 
 def select_cell(catalog: Catalog, sel: dict[str, Any]) -> tuple[Model, dict[str, Any], Cell]:
-    model = catalog.models.get(sel["model"])
-    if model is None:
+    every = catalog.models.get(sel["model"])
+    if every is None:
         raise RecipeError(f"sglang_model: {sel['model']!r} has no recipes; known models: "
                           f"{', '.join(sorted(catalog.models))} (add one with sglang_recipes)")
+    model = with_revision(every, sel["cookbook_revision"])
     gpu = sel["gpu"]
     if not gpu:
         raise RecipeError(f"sglang_gpu: not set; {model.id} has recipes for "
@@ -105,13 +108,34 @@ def select_cell(catalog: Catalog, sel: dict[str, Any]) -> tuple[Model, dict[str,
         raise RecipeError(f"sglang_gpu: {gpu!r} is not a GPU the recipes know; known: "
                           f"{', '.join(sorted(catalog.gpus))} (add one with sglang_gpu_platforms)")
     quant, strategy, nodes = sel["quant"], sel["strategy"], sel["nodes"]
+    offered = [c.strategy for c in model.cells if (c.gpu, c.quant, c.nodes) == (gpu, quant, nodes)]
+    if strategy is None and len(offered) == 1:
+        strategy = offered[0]  # one tier (a site recipe, say): nothing to choose
+    cell_key = (gpu, quant, strategy, nodes)
     if quant not in model.checkpoints:
         raise RecipeError(f"sglang_quant: {model.id} has no {quant} checkpoint; it has "
                           f"{', '.join(model.checkpoints)}")
     for cell in model.cells:
-        if cell.key == (gpu, quant, strategy, nodes):
+        if cell.key == cell_key:
             return model, platform, cell
-    raise RecipeError(_no_cell_message(model, platform, gpu, quant, strategy, nodes))
+    if strategy is None and offered:
+        raise RecipeError(f"sglang_strategy: not set; {_nodes_phrase(nodes)} {quant} on {gpu} offers "
+                          f"{', '.join(offered)} (cookbook revision {model.revision}). Choose one per rack: the "
+                          "tiers differ by GPU and between cookbook revisions, so there is no default")
+    raise RecipeError(_no_cell_message(model, platform, gpu, quant, strategy, nodes) + _elsewhere(model, cell_key))
+
+
+def _elsewhere(model: Model, key: tuple[str, str, str, int]) -> str:
+    """Which other shipped cookbook revision has the cell the selected one lacks, and which cell of the
+    selected revision now carries its flags."""
+    old = next((c for r in model.revisions if r.id != model.revision for c in r.cells if c.key == key), None)
+    if old is None:
+        return ""
+    heirs = [c.strategy for c in model.cells
+             if (c.gpu, c.quant, c.nodes) == (old.gpu, old.quant, old.nodes) and same_command(c, old)]
+    heir = f"; its {' and '.join(heirs)} carries that cell's flags" if heirs else ""
+    return (f" (cookbook revision {model.revision}{heir}). Cookbook revision {old.revision} has {key[0]}/{key[1]}/"
+            f"{key[2]}: pin it with sglang_cookbook_revision: \"{old.revision}\" to keep that command")
 
 
 def _no_cell_message(model: Model, platform: dict[str, Any], gpu: str, quant: str, strategy: str,
@@ -329,6 +353,9 @@ def final_checks(b: Build) -> Build:
     if per_node > int(b.platform.get("gpus_per_node", per_node)):
         raise RecipeError(f"sglang_nodes: {b.where} needs {per_node} GPUs per node; a {b.cell.gpu} node has "
                           f"{b.platform['gpus_per_node']}. Use more nodes or a smaller TP size")
+    moved = revision_warning(b.model, b.cell)
+    if moved:
+        b = b.warn(moved)
     if not b.cell.verified:
         who = "upstream has not run it" if b.cell.origin == "cookbook" else "from sglang_recipes, marked unverified"
         b = b.warn(f"{b.where} is an unverified recipe ({who}); test it before production")
@@ -446,6 +473,7 @@ def _recipe_of(b: Build) -> dict[str, Any]:
         "gpus_per_node": gpus_per_node(b),
         "verified": b.cell.verified,
         "origin": b.cell.origin,
+        "cookbook_revision": b.cell.revision or None,
         "image": image,
         "sglang_version": b.version,
         "env": dict(b.env),

@@ -1,0 +1,204 @@
+"""Cookbook revisions: each shipped revision is the import of its unedited upstream files, the seed is
+revision 03d5035a, a host selects one with sglang_cookbook_revision, and a host on an older revision is
+told what the newest page does differently.
+
+Expectations come from outside our code: the upstream files (tests/fixtures/upstream/<revision>/), the
+lengths the search index reports for them, the seed as first transcribed (glm-5.3-cookbook-cells.yaml),
+and the changes between the two revisions as read on the page (reference/vendor-facts.md, section C.2).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as br
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from helpers import REVISIONS, ROOT, UPSTREAM_DIR, importer, upstream, upstream_nodes
+
+DATA = ROOT / "data" / "models" / "glm-5.3" / "cookbook"
+NEWEST, SEED_REVISION = "8e04be51", "03d5035a"
+IMPORT = importer()
+
+
+def key(cell: dict) -> tuple:
+    m = cell["match"]
+    return (m["hw"], m["quant"], m["strategy"], upstream_nodes(m["nodes"]))
+
+
+def test_shipped_revisions_are_the_fixtures_newest_first() -> None:
+    assert REVISIONS == [NEWEST, SEED_REVISION]
+    assert sorted(p.parent.name for p in UPSTREAM_DIR.glob("*/source.yml")) == sorted(REVISIONS)
+    assert sorted(p.name for p in DATA.iterdir()) == sorted(REVISIONS)
+
+
+@pytest.mark.parametrize("rev", REVISIONS)
+def test_fixtures_are_the_files_the_index_holds(rev: str) -> None:
+    """Unedited: each file has the length the search index reports for that path at that commit."""
+    source = yaml.safe_load((UPSTREAM_DIR / rev / "source.yml").read_text())
+    assert len((UPSTREAM_DIR / rev / "glm-5.3.jsx").read_text(encoding="utf-8")) == source["config_chars"]
+    assert len((UPSTREAM_DIR / rev / "glm-5.3-benchmarks.jsx").read_text(encoding="utf-8")) == source["benchmarks_chars"]
+    assert source["config_commit"].startswith(rev)
+
+
+@pytest.mark.parametrize("rev", REVISIONS)
+def test_import_of_the_fixture_reproduces_data(rev: str) -> None:
+    files = IMPORT.import_revision(UPSTREAM_DIR / rev, IMPORT.aliases_of(ROOT))
+    assert sorted(files) == sorted(p.name for p in (DATA / rev).iterdir())
+    for name, text in files.items():
+        assert (DATA / rev / name).read_text(encoding="utf-8") == text, \
+            f"data/models/glm-5.3/cookbook/{rev}/{name} is not the import of its fixture: rerun tools/import_cookbook_cells.py"
+
+
+def test_the_seed_is_revision_03d5035a() -> None:
+    """The cells we first shipped (transcribed without a commit) are 03d5035a's, cell for cell, and not 8e04be51's."""
+    seed = upstream()
+    by_key = {rev: {key(c): c for c in upstream(rev)["cells"]} for rev in REVISIONS}
+    seed_cells = {key(c): {**c, "match": None} for c in seed["cells"]}
+    assert seed_cells == {k: {**c, "match": None} for k, c in by_key[SEED_REVISION].items()}
+    assert seed_cells != {k: {**c, "match": None} for k, c in by_key[NEWEST].items()}
+    assert seed["docker_images"] == upstream(SEED_REVISION)["docker_images"]
+    assert seed["model_names"] == upstream(SEED_REVISION)["model_names"]
+
+
+def test_the_reader_refuses_what_is_not_a_literal() -> None:
+    with pytest.raises(IMPORT.JsLiteralError, match="unexpected character '\\(' at offset 28"):
+        IMPORT.read_js_export("export const config = { a: f(1) };", "config")
+    with pytest.raises(IMPORT.JsLiteralError, match="unexpected 'f' at offset 27: only literals are read"):
+        IMPORT.read_js_export("export const config = { a: f };", "config")
+    with pytest.raises(IMPORT.JsLiteralError, match="substitution"):
+        IMPORT.read_js_export("export const config = { a: `x ${y}` };", "config")
+    assert IMPORT.read_js_export("// c\nexport const b = [{ x: 14.20, 'k': `a\\\\\nb`, n: null, },];", "b") == \
+        [{"x": IMPORT.Decimal("14.20"), "k": "a\\\nb", "n": None}]
+
+
+# --- the changes between the revisions, as upstream made them (vendor-facts C.2) ---------------------
+
+def test_newest_fp8_high_throughput_is_the_former_balanced_cell() -> None:
+    for gpu in ("h200", "b200", "b300", "gb300"):
+        newest = recipe_engine.serve_args({"gpu": gpu, "quant": "fp8", "strategy": "high-throughput"})
+        seed = recipe_engine.serve_args({"gpu": gpu, "quant": "fp8", "strategy": "balanced",
+                                         "cookbook_revision": SEED_REVISION})
+        assert newest == seed
+    gb300 = recipe_engine.recipe({"gpu": "gb300", "quant": "fp8", "strategy": "high-throughput"})
+    assert gb300["env"] == {} and gb300["cookbook_revision"] == NEWEST
+
+
+def test_balanced_is_gone_from_the_newest_nvidia_fp8_and_the_message_says_how_to_pin() -> None:
+    with pytest.raises(RecipeError) as err:
+        recipe_engine.recipe({"gpu": "h200", "quant": "fp8", "strategy": "balanced"})
+    text = str(err.value)
+    assert text.startswith("sglang_strategy: 'balanced' is not a single-node fp8 recipe on h200; it offers "
+                           "low-latency, high-throughput")
+    assert "its high-throughput carries that cell's flags" in text
+    assert 'sglang_cookbook_revision: "03d5035a"' in text
+
+
+def test_a_host_on_the_newest_revision_gets_no_revision_warning() -> None:
+    for strategy in ("low-latency", "high-throughput"):
+        rec = recipe_engine.recipe({"gpu": "gb300", "quant": "fp8", "strategy": strategy})
+        assert not [w for w in rec["warnings"] if "cookbook revision" in w]
+
+
+def test_pinned_cell_that_upstream_left_alone_gets_no_warning() -> None:
+    rec = recipe_engine.recipe({"gpu": "mi355x", "quant": "fp8", "strategy": "balanced",
+                                "cookbook_revision": SEED_REVISION})
+    assert not [w for w in rec["warnings"] if "cookbook revision" in w]
+
+
+def test_pinned_gb300_high_throughput_is_told_what_the_newest_page_does() -> None:
+    rec = recipe_engine.recipe({"gpu": "gb300", "quant": "fp8", "strategy": "high-throughput",
+                                "cookbook_revision": SEED_REVISION})
+    [warning] = [w for w in rec["warnings"] if "cookbook revision" in w]
+    assert warning == (
+        "cookbook revision 03d5035a (sglang_cookbook_revision) differs from the newest shipped revision 8e04be51 for "
+        "gb300/fp8/high-throughput/1 node: 8e04be51 adds --speculative-algorithm EAGLE, --speculative-num-steps 1, "
+        "--speculative-eagle-topk 1, --speculative-num-draft-tokens 2, --chunked-prefill-size 32768, "
+        "--max-running-requests 256; drops env SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK=512")
+    assert rec["env"] == {"SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK": "512"}
+
+
+def test_pinned_b300_nvfp4_high_throughput_hears_of_changed_flags_and_the_badge() -> None:
+    rec = recipe_engine.recipe({"gpu": "b300", "quant": "nvfp4", "strategy": "high-throughput",
+                                "cookbook_revision": SEED_REVISION})
+    [warning] = [w for w in rec["warnings"] if "cookbook revision" in w]
+    assert warning.endswith("8e04be51 adds --speculative-algorithm EAGLE, --speculative-num-steps 2, "
+                            "--speculative-eagle-topk 1, --speculative-num-draft-tokens 3; changes "
+                            "--max-running-requests 512 -> 256; is verified upstream")
+
+
+@pytest.mark.parametrize("gpu,quant", [("h200", "fp8"), ("b300", "nvfp4"), ("gb300", "nvfp4")])
+def test_pinned_balanced_hears_that_the_strategy_is_gone(gpu: str, quant: str) -> None:
+    rec = recipe_engine.recipe({"gpu": gpu, "quant": quant, "strategy": "balanced", "cookbook_revision": SEED_REVISION})
+    [warning] = [w for w in rec["warnings"] if "cookbook revision" in w]
+    assert warning == (f"cookbook revision 03d5035a (sglang_cookbook_revision) differs from the newest shipped revision "
+                       f"8e04be51 for {gpu}/{quant}/balanced/1 node: the balanced strategy is gone there ({quant} on "
+                       f"{gpu} offers low-latency, high-throughput); its high-throughput carries these very flags")
+
+
+def test_revision_by_full_commit_and_unknown_revisions() -> None:
+    full = recipe_engine.recipe({"gpu": "h200", "quant": "fp8", "strategy": "balanced",
+                                 "cookbook_revision": "03d5035ae36860d9445bdf2ce42804640c76e567"})
+    assert full["cookbook_revision"] == SEED_REVISION
+    with pytest.raises(RecipeError, match=r"sglang_cookbook_revision: '1234abcd' is not a cookbook revision shipped for "
+                                          r"glm-5.3; shipped: 8e04be51 \(newest\), 03d5035a"):
+        recipe_engine.recipe({"gpu": "h200", "cookbook_revision": "1234abcd"})
+
+
+def test_a_site_cell_applies_whichever_revision_is_selected() -> None:
+    site = [{"id": "glm-5.3", "cells": [{"gpu": "h200", "quant": "fp8", "strategy": "balanced", "nodes": 1,
+                                         "flags": {"--tp-size": 8, "--mem-fraction-static": "0.7"}}]}]
+    for rev in (None, SEED_REVISION):
+        rec = recipe_engine.recipe({"gpu": "h200", "quant": "fp8", "strategy": "balanced", "recipes": site,
+                                    "cookbook_revision": rev})
+        assert rec["origin"] == "site" and rec["cookbook_revision"] is None
+        assert not [w for w in rec["warnings"] if "cookbook revision" in w]
+    with pytest.raises(RecipeError, match="sglang_cookbook_revision: tiny has no cookbook revisions"):
+        recipe_engine.recipe({"model": "tiny", "gpu": "h200", "quant": "bf16", "cookbook_revision": NEWEST,
+                              "recipes": [{"id": "tiny", "checkpoints": {"bf16": {"id": "x/tiny", "size_gb": 1}},
+                                           "cells": [{"gpu": "h200", "quant": "bf16", "strategy": "balanced",
+                                                      "flags": {"--tp-size": 1}}]}]})
+
+
+# --- published numbers of the selected revision (upstream's benchmarks files) -----------------------
+
+def test_benchmark_numbers_follow_the_selected_revision() -> None:
+    ht = {"gpu": "h200", "quant": "fp8", "strategy": "high-throughput", "nodes": 1}
+    newest = br.published("glm-5.3", ht)["entry"]
+    seed = br.published("glm-5.3", {**ht, "cookbook_revision": SEED_REVISION})["entry"]
+    assert [s["concurrency"] for s in newest["speed"]] == [64, 256] and newest["speed"][0]["tok_s_per_gpu"] == 2440
+    assert [s["concurrency"] for s in seed["speed"]] == [1024] and seed["speed"][0]["tok_s_per_gpu"] == 1762
+    gb300_nvfp4 = {"gpu": "gb300", "quant": "nvfp4", "strategy": "low-latency", "nodes": 1}
+    assert br.published("glm-5.3", gb300_nvfp4)["entry"]["speed"][1]["tok_s_per_gpu"] == 3979
+    assert br.published("glm-5.3", {**gb300_nvfp4, "cookbook_revision": SEED_REVISION})["entry"] is None
+
+
+def test_report_names_the_revision_and_the_pinned_accept_length_only_where_upstream_pinned_it() -> None:
+    pub = br.published("glm-5.3", {"gpu": "b300", "quant": "nvfp4", "strategy": "high-throughput", "nodes": 1})
+    cell = {"gpu": "b300", "quant": "nvfp4", "strategy": "high-throughput", "nodes": 1}
+    text = br.markdown("n", "glm-5.3", cell, 8, [], pub, "0.5.23")
+    assert "cookbook revision 8e04be51" in text and "SGLANG_SIMULATE_ACC_LEN" not in text
+    pub = br.published("glm-5.3", {**cell, "quant": "fp8"})
+    assert "SGLANG_SIMULATE_ACC_LEN=2)" in br.markdown("n", "glm-5.3", {**cell, "quant": "fp8"}, 8, [], pub, "0.5.23")
+
+
+def test_the_benchmark_filter_passes_the_revision() -> None:
+    from ansible_collections.metalserve.sglang.plugins.filter.bench import bench_workload
+    rec = recipe_engine.recipe({"gpu": "h200", "quant": "fp8", "strategy": "high-throughput",
+                                "cookbook_revision": SEED_REVISION})
+    assert bench_workload(rec) == [{"concurrency": 1024, "prompts": 2048}]
+    assert bench_workload(recipe_engine.recipe({"gpu": "h200", "quant": "fp8", "strategy": "high-throughput"})) == \
+        [{"concurrency": 64, "prompts": 128}, {"concurrency": 256, "prompts": 512}]
+
+
+def test_data_files_cite_their_upstream_commit() -> None:
+    for rev in REVISIONS:
+        source = yaml.safe_load((UPSTREAM_DIR / rev / "source.yml").read_text())
+        cells = yaml.safe_load((DATA / rev / "cells.yml").read_text())
+        bench = yaml.safe_load((DATA / rev / "benchmarks.yml").read_text())
+        assert (cells["revision"], cells["commit"]) == (rev, source["config_commit"])
+        assert (bench["revision"], bench["commit"]) == (rev, source["benchmarks_commit"])
+        assert cells["source"].endswith(f"/blob/{source['config_commit']}/docs/src/snippets/configs/zai-org/glm-5.3.jsx")
+        assert Path(cells["source"]).name == "glm-5.3.jsx"
