@@ -25,7 +25,7 @@ def adhoc(expression: str) -> subprocess.CompletedProcess:
 
 
 def test_filters_resolve_by_fqcn() -> None:
-    proc = adhoc("{'gpu': 'h200', 'quant': 'bf16', 'nodes': 2} | metalserve.sglang.serve_args(1, '10.9.9.9') | join(' ')")
+    proc = adhoc("{'gpu': 'h200', 'quant': 'bf16', 'strategy': 'balanced', 'nodes': 2} | metalserve.sglang.serve_args(1, '10.9.9.9') | join(' ')")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "--tp-size 16 --nnodes 2 --node-rank 1 --dist-init-addr 10.9.9.9:20000" in proc.stdout
     proc = adhoc("{'prefill': ['http://p:30000'], 'decode': ['http://d:30100']} | metalserve.sglang.router_args "
@@ -34,7 +34,7 @@ def test_filters_resolve_by_fqcn() -> None:
 
 
 def test_engine_errors_surface_as_filter_errors() -> None:
-    proc = adhoc("{'gpu': 'mi355x', 'speculative': 'mtp-516'} | metalserve.sglang.recipe")
+    proc = adhoc("{'gpu': 'mi355x', 'strategy': 'balanced', 'speculative': 'mtp-516'} | metalserve.sglang.recipe")
     assert proc.returncode != 0
     assert "sglang_speculative: mtp-516 is not available on mi355x (amd)" in proc.stdout + proc.stderr
 

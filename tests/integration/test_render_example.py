@@ -112,7 +112,7 @@ def test_second_render_changes_nothing(rendered: tuple[Path, subprocess.Complete
 def test_bad_inventory_fails_with_every_problem_at_once(tmp_path: Path) -> None:
     inv = tmp_path / "hosts.yml"
     inv.write_text(
-        "all:\n  children:\n    pair:\n      hosts:\n        n1: {sglang_gpu: h200, sglang_quant: bf16, sglang_nodes: 2,"
+        "all:\n  children:\n    pair:\n      hosts:\n        n1: {sglang_gpu: h200, sglang_quant: bf16, sglang_strategy: balanced, sglang_nodes: 2,"
         " sglang_instance_group: pair}\n    solo:\n      hosts:\n        s1: {sglang_gpu: h100}\n"
         "        s2: {sglang_gpu: h200, sglang_quant: bf16}\n")
     proc = play("-i", str(inv), "-e", f"sglang_render_dir={tmp_path / 'out'}")
