@@ -58,8 +58,8 @@ def role_spec(role: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("case", MATRIX["argspec"], ids=ids("argspec"))
 def test_argument_specs_refuse(case: dict[str, Any]) -> None:
-    result = ArgumentSpecValidator(role_spec(case["role"])).validate(dict(case["vars"]),
-                                                                      validate_role_argument_spec=True)
+    validator = ArgumentSpecValidator(role_spec(case["role"]))
+    result = validator.validate(dict(case["vars"]), validate_role_argument_spec=True)
     text = "\n".join(result.error_messages)
     assert re.search(case["expect"], text), text
 

@@ -17,8 +17,8 @@ def facts(tmp_path: Path, devices: dict) -> dict:
 
 def test_single_node_needs_nothing(tmp_path: Path) -> None:
     fabric = facts(tmp_path, {"mlx5_0": {"ports": {1: {"state": "ACTIVE"}}}})
-    assert fabric_settings(fabric, multi=False, pd=False, interface="eth0") == {"env": {}, "pd_ib_device": None,
-                                                                                 "warnings": []}
+    settings = fabric_settings(fabric, multi=False, pd=False, interface="eth0")
+    assert settings == {"env": {}, "pd_ib_device": None, "warnings": []}
 
 
 def test_two_infiniband_rails(tmp_path: Path) -> None:

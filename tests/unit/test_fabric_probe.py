@@ -21,8 +21,8 @@ def test_two_infiniband_rails(tmp_path: Path) -> None:
     assert fabric["active_ports"] == ["mlx5_0:1", "mlx5_1:1"] and fabric["link_layers"] == ["InfiniBand"]
     assert fabric["uverbs_present"] is True and fabric["device_count"] == 2
     dev = fabric["devices"][1]
-    assert (dev["name"], dev["numa_node"], dev["pci_address"], dev["netdevs"]) == ("mlx5_1", 1, "0000:9a:00.0",
-                                                                                  ["ibp154s0"])
+    assert (dev["name"], dev["numa_node"], dev["pci_address"], dev["netdevs"]) == (
+        "mlx5_1", 1, "0000:9a:00.0", ["ibp154s0"])
     port = fabric["devices"][0]["ports"][0]
     assert (port["state"], port["phys_state"], port["rate"], port["lid"], port["roce_v2_gid_index"]) == (
         "ACTIVE", "LinkUp", "400 Gb/sec (4X NDR)", "0x12", None)

@@ -117,5 +117,5 @@ def test_nvswitch_on_the_pci_bus() -> None:
 def test_no_gpu_at_all() -> None:
     assert gpu_probe.summarize([], PLATFORMS) == {"count": 0, "gpu_id": None, "models": [], "uniform": True,
                                                   "memory_mib_per_gpu": None}
-    assert gpu_probe.parse_topology("") ["gpus"] == []
+    assert gpu_probe.parse_topology("")["gpus"] == []
     assert json.loads("[]") == [] and gpu_probe.parse_amd_smi_static("[]") == []

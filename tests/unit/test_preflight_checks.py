@@ -124,8 +124,8 @@ def test_mixed_and_unknown_gpus() -> None:
 
 def test_driver_missing_gpus_on_the_pci_bus_only() -> None:
     raw = raw_from_capture(REAL_X2)
-    facts = gpu_probe.compose({"pci": raw["pci"], "notes": ["nvidia-smi --query-gpu failed (rc 9): NVIDIA-SMI has "
-                                                             "failed because it couldn't communicate"]}, CATALOG.gpus)
+    note = "nvidia-smi --query-gpu failed (rc 9): NVIDIA-SMI has failed because it couldn't communicate"
+    facts = gpu_probe.compose({"pci": raw["pci"], "notes": [note]}, CATALOG.gpus)
     assert (facts["source"], facts["gpu_id"], facts["count"]) == ("sysfs", "h200", 2)
     r = run({"n": {"sglang_gpu": "h200", "sglang_model": "tiny-moe", "sglang_quant": "bf16", "sglang_recipes": TINY}},
             {"n": node(facts, staged=True)}, "n")
