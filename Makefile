@@ -13,13 +13,13 @@ PLAYBOOKS := $(wildcard playbooks/*.yml)
 
 SCENARIOS ?= $(notdir $(patsubst %/,%,$(wildcard molecule/*/)))
 
-.PHONY: demo test venv link lint yamllint ansible-lint changelog-lint docs docs-check unit integration slow syntax lab lab-infra lab-destroy bench molecule clean
+.PHONY: demo test venv link sanity lint yamllint ansible-lint changelog-lint docs docs-check unit integration slow syntax lab lab-infra lab-destroy bench molecule clean
 
 demo: venv link ## render inventories/example and print the plan
 	$(BIN)/ansible-playbook playbooks/render.yml -i inventories/example
 	@echo; cat rendered/PLAN.md
 
-test: lint docs-check unit syntax integration slow molecule ## everything CI runs
+test: lint docs-check unit sanity syntax integration slow molecule ## everything CI runs
 	@echo "make test: all green"
 
 venv: $(VENV)/.stamp
@@ -51,6 +51,9 @@ docs-check: venv link
 
 unit: venv link
 	$(BIN)/python -m pytest -q tests/unit
+
+sanity: link ## ansible-test sanity on each ansible-core release we support (venvs cached in $(METALSERVE_CACHE))
+	bash tests/sanity/run.sh
 
 integration: venv link lab-infra
 	$(BIN)/python -m pytest -q tests/integration
