@@ -13,13 +13,13 @@ PLAYBOOKS := $(wildcard playbooks/*.yml)
 
 SCENARIOS ?= $(notdir $(patsubst %/,%,$(wildcard molecule/*/)))
 
-.PHONY: demo test venv link sanity lint yamllint ansible-lint changelog-lint docs docs-check unit integration slow syntax lab lab-infra lab-destroy bench molecule clean
+.PHONY: demo test venv link sanity units-ansible-test lint yamllint ansible-lint changelog-lint docs docs-check unit integration slow syntax lab lab-infra lab-destroy bench molecule clean
 
 demo: venv link ## render inventories/example and print the plan
 	$(BIN)/ansible-playbook playbooks/render.yml -i inventories/example
 	@echo; cat rendered/PLAN.md
 
-test: lint docs-check unit sanity syntax integration slow molecule ## everything CI runs
+test: lint docs-check unit units-ansible-test sanity syntax integration slow molecule ## everything CI runs
 	@echo "make test: all green"
 
 venv: $(VENV)/.stamp
@@ -53,7 +53,10 @@ unit: venv link
 	$(BIN)/python -m pytest -q tests/unit
 
 sanity: link ## ansible-test sanity on each ansible-core release we support (venvs cached in $(METALSERVE_CACHE))
-	bash tests/sanity/run.sh
+	bash tests/sanity/run.sh sanity
+
+units-ansible-test: link ## the unit tests under `ansible-test units` (newest ansible-core), as collections are tested
+	bash tests/sanity/run.sh units
 
 integration: venv link lab-infra
 	$(BIN)/python -m pytest -q tests/integration

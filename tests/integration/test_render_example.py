@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 BIN = Path(sys.executable).parent
 SECRET = "hf_RENDER_TEST_token_value"
@@ -130,7 +130,7 @@ def test_plan_md_shows_preflight_from_cached_facts(tmp_path: Path) -> None:
     """Facts cached by an earlier run of gpu_facts add a Preflight column to PLAN.md."""
     import json
 
-    from helpers import FIXTURES, REAL_X2, SYNTH_X8
+    from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, REAL_X2, SYNTH_X8
 
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"),

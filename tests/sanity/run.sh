@@ -6,16 +6,17 @@
 #     cache for it, so nothing lands in the user's ~/.ansible and `rm -rf $METALSERVE_CACHE` cleans all;
 #   - ansible-test bootstraps pip into those venvs with a get-pip.py it downloads from a host outside the
 #     package index: tests/sanity/get_pip.py stands in for it, with pip's wheel from the index;
-#   - the Python versions tests/config.yml declares are found through pyenv when it is there (all of its
-#     installed versions are put on the shims), else whatever python3.X is on PATH (ansible-test skips,
-#     with a warning, a version it cannot find);
+#   - the Python versions tests/config.yml declares are found through pyenv when it is there (every
+#     installed version's pythonX.Y is linked onto PATH), else whatever python3.X is on PATH (ansible-test
+#     skips, with a warning, a version it cannot find);
 #   - ansible-test must run from .../ansible_collections/metalserve/sglang: the checkout is linked there
 #     (make link); the link is a symlink, which os.getcwd() resolves, so ANSIBLE_TEST_CONTENT_ROOT names it.
 #   - every test runs on the newest release; the older ones skip pylint, which takes ~190 of ~240 s per
 #     release on a 2-core machine and lints style with that release's pinned pylint; what can differ by
 #     release (compile and import on each Python it supports, validate-modules and ansible-doc against its
 #     doc schema, runtime-metadata, yamllint, the code-smell tests) runs on all of them.
-# Usage: tests/sanity/run.sh [ansible-test sanity options, e.g. --test pep8; they replace the skips]
+#   - `units`: ansible-test units on the newest release (the unit tests run under pytest too: make unit).
+# Usage: tests/sanity/run.sh [sanity|units] [ansible-test options, e.g. --test pep8; they replace the skips]
 # Env: SANITY_CORES (ansible-core releases, oldest first), SANITY_FULL (releases that run every test, or
 #      "all"), SANITY_SKIP (tests the other releases skip), METALSERVE_CACHE.
 set -euo pipefail
@@ -50,11 +51,11 @@ if command -v pyenv >/dev/null; then
   export PATH=$CACHE/pythons:$PATH
 fi
 
-failed=() summary=()
-for core in $CORES; do
-  venv=$CACHE/core-$core
+# core_venv CORE: the venv of one ansible-core release (made once), and ansible-test's get-pip seeded for it
+core_venv() {
+  local core=$1 venv=$CACHE/core-$1 pip_version seed=$HOME_AT/.ansible/test/cache
   if [ ! -e "$venv/.complete" ]; then
-    echo "[sanity] venv for ansible-core $core"
+    echo "[sanity] venv for ansible-core $core" >&2
     rm -rf "$venv"
     "$PYTHON" -m venv "$venv"
     { "$venv/bin/pip" install -q --upgrade pip && "$venv/bin/pip" install -q "ansible-core==$core"; } \
@@ -65,14 +66,41 @@ for core in $CORES; do
   pip_version=$("$venv/bin/python" -c 'import types
 from ansible_test._internal.python_requirements import get_venv_packages
 print(get_venv_packages(types.SimpleNamespace(version="3.11"))["pip"])')
-  home=$CACHE/home
-  seed=$home/.ansible/test/cache
   mkdir -p "$seed"
   if [ ! -e "$seed/pip-$pip_version-py3-none-any.whl" ]; then
     "$venv/bin/pip" download -q --no-deps --only-binary :all: -d "$seed" "pip==$pip_version" >/dev/null
   fi
   cp "$ROOT/tests/sanity/get_pip.py" "$seed/get_pip_${pip_version//./_}.py"
+  echo "$venv"
+}
 
+HOME_AT=$CACHE/home
+mode=${1:-sanity}
+[ $# -eq 0 ] || shift
+
+if [ "$mode" = units ]; then
+  # ansible-test units, newest release: pytest resolves the symlinked checkout to its real path, which ansible-test's
+  # collection loader then refuses ("not found in collection path"), so the units run on a copy of the work tree
+  core=${CORES##* }
+  venv=$(core_venv "$core")
+  copy=$CACHE/units/ansible_collections/metalserve/sglang
+  rm -rf "$copy"; mkdir -p "$copy"
+  (cd "$ROOT" && git ls-files -z -co --exclude-standard | tar --null --ignore-failed-read -T - -cf - | tar -xf - -C "$copy")
+  log=$LOGS/units-$core.log
+  py=$("$venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  echo "== ansible-test units, ansible-core $core, Python $py -> ${log#"$ROOT"/}"
+  start=$SECONDS rc=0
+  (cd "$copy" && HOME=$HOME_AT "$venv/bin/ansible-test" units --local --requirements --python "$py" --color no "$@") \
+    >"$log" 2>&1 || rc=$?
+  grep -E '^(FAILED|ERROR|FATAL)|passed|failed' "$log" | tail -20 || true
+  echo "ansible-core $core units: rc=$rc, $((SECONDS - start))s"
+  exit "$rc"
+fi
+[ "$mode" = sanity ] || { echo "usage: $0 [sanity|units] [ansible-test options]" >&2; exit 2; }
+
+failed=() summary=()
+for core in $CORES; do
+  venv=$(core_venv "$core")
   args=("$@")
   if [ ${#args[@]} -eq 0 ] && [ "$FULL" != all ] && ! grep -qwF -- "$core" <<<"$FULL"; then
     for t in $SKIP; do args+=(--skip-test "$t"); done
@@ -80,7 +108,7 @@ print(get_venv_packages(types.SimpleNamespace(version="3.11"))["pip"])')
   log=$LOGS/$core.log
   echo "== ansible-test sanity, ansible-core $core ${args[*]:-(every test)} -> ${log#"$ROOT"/}"
   start=$SECONDS rc=0
-  (cd "$LINK" && HOME=$home ANSIBLE_TEST_CONTENT_ROOT=$LINK "$venv/bin/ansible-test" sanity --color no "${args[@]}") \
+  (cd "$LINK" && HOME=$HOME_AT ANSIBLE_TEST_CONTENT_ROOT=$LINK "$venv/bin/ansible-test" sanity --color no "${args[@]}") \
     >"$log" 2>&1 || rc=$?
   grep -E '^(ERROR|FATAL)' "$log" | head -60 || true
   took=$((SECONDS - start))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 
 def test_readme_generated_blocks_are_fresh() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import fabric_probe
-from helpers import ib_tree
+from ansible_collections.metalserve.sglang.tests.helpers import ib_tree
 
 LINK_LOCAL = "fe80:0000:0000:0000:0c42:a103:00ab:cd01"
 ROCE_GIDS = {0: (LINK_LOCAL, "IB/RoCE v1", "ens1f0np0"), 1: (LINK_LOCAL, "RoCE v2", "ens1f0np0"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
-from helpers import selection_of, upstream, upstream_nodes, upstream_tokens
+from ansible_collections.metalserve.sglang.tests.helpers import selection_of, upstream, upstream_nodes, upstream_tokens
 
 DOC = upstream()
 CELLS = DOC["cells"]

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from helpers import FIXTURES, REAL_X2, SYNTH_X8, capture_fields, capture_rows
+from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, REAL_X2, SYNTH_X8, capture_fields, capture_rows
 
 PLATFORMS = load_catalog().gpus
 

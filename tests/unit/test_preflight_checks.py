@@ -11,7 +11,7 @@ from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from helpers import FIXTURES, REAL_X2, SYNTH_X8, raw_from_capture
+from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, REAL_X2, SYNTH_X8, raw_from_capture
 
 CATALOG = load_catalog()
 X2 = gpu_probe.compose(raw_from_capture(REAL_X2), CATALOG.gpus)
