@@ -13,13 +13,13 @@ PLAYBOOKS := $(wildcard playbooks/*.yml)
 
 SCENARIOS ?= $(notdir $(patsubst %/,%,$(wildcard molecule/*/)))
 
-.PHONY: demo test venv link sanity units-ansible-test lint yamllint ansible-lint changelog-lint docs docs-check unit integration slow syntax lab lab-infra lab-destroy bench molecule clean
+.PHONY: demo test venv link sanity units-ansible-test docs-lint lint yamllint ansible-lint changelog-lint docs docs-check unit integration slow syntax lab lab-infra lab-destroy bench molecule clean
 
 demo: venv link ## render inventories/example and print the plan
 	$(BIN)/ansible-playbook playbooks/render.yml -i inventories/example
 	@echo; cat rendered/PLAN.md
 
-test: lint docs-check unit units-ansible-test sanity syntax integration slow molecule ## everything CI runs
+test: lint docs-check docs-lint unit units-ansible-test sanity syntax integration slow molecule ## everything CI runs
 	@echo "make test: all green"
 
 venv: $(VENV)/.stamp
@@ -48,6 +48,8 @@ docs: venv link ## regenerate the generated README blocks
 	$(BIN)/python tools/gen_docs.py
 docs-check: venv link
 	$(BIN)/python tools/gen_docs.py --check
+docs-lint: venv link ## antsibull-docs: every plugin's and role's documentation (the docsite's source) is valid
+	cd $(LINK) && $(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
 
 unit: venv link
 	$(BIN)/python -m pytest -q tests/unit
