@@ -43,8 +43,8 @@ def test_build_install_and_render_by_fqcn(tmp_path: Path) -> None:
     top = {n.split("/")[0] for n in names}
     assert top == {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "bindep.txt", "changelogs", "data", "docs",
                    "inventories", "meta", "playbooks", "plugins", "requirements", "roles"}, top
-    assert "requirements/plugins.txt" in names and not [n for n in names if n.startswith("requirements/")
-                                                            and n not in ("requirements", "requirements/plugins.txt")]
+    other_requirements = [n for n in names if n.startswith("requirements/") and n != "requirements/plugins.txt"]
+    assert "requirements/plugins.txt" in names and not other_requirements, other_requirements
     assert not [n for n in names if n.startswith("changelogs/fragments") or "__pycache__" in n or n.endswith(".pyc")]
     # ansible-builder reads meta/execution-environment.yml from the installed collection: what it names must ship
     with tarfile.open(tarball) as tar:
