@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Converge cost and fleet scaling of site.yml on lab nodes (`make bench`).
 
 For each N in --sizes: build a lab of N GPU-less servers plus one router (tests/lab/lab.py, plain shape),
@@ -210,13 +209,13 @@ def measure_render(sizes: list[int], out: Path) -> list[dict[str, Any]]:
 
 def split_profile(spec: str, sizes: list[int]) -> tuple[str, list[int]]:
     """'defaults@1+8' -> ('defaults', [1, 8]): a profile measured at some of the sizes only."""
-    name, _, only = spec.partition("@")
+    name, _sep, only = spec.partition("@")
     return name, [int(n) for n in only.split("+")] if only else sizes
 
 
 def measure(sizes: list[int], specs: list[str]) -> dict[str, Any]:
     profiles = [split_profile(spec, sizes) for spec in specs]
-    results: dict[str, Any] = {"sizes": sizes, "profiles": [name for name, _ in profiles], "runs": []}
+    results: dict[str, Any] = {"sizes": sizes, "profiles": [name for name, _settings in profiles], "runs": []}
     for index, (profile, profile_sizes) in enumerate(profiles):
         env, root = profile_env(profile), profile_root(profile)
         for n in profile_sizes:

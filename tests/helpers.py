@@ -65,6 +65,7 @@ def upstream_tokens(cell: dict[str, Any], doc: dict[str, Any], rank: int = 0, he
                 break
     return tokens
 
+
 FIXTURES = ROOT / "tests" / "fixtures"
 REAL_X2 = FIXTURES / "nvidia" / "h200-x2-fc"
 SYNTH_X8 = FIXTURES / "nvidia" / "h200-x8-synthetic"

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Regenerate the generated parts of the docs from the data (and check they are fresh).
 
 README.md holds blocks between `<!-- BEGIN generated:NAME -->` and `<!-- END generated:NAME -->`:
@@ -59,7 +58,7 @@ def recipe_matrix() -> str:
                    + ", ".join(f"{q} `{c['id']}`" for q, c in model.checkpoints.items()) + ")")
         out.append("")
         out.append("| GPU | Precision | Nodes | " + " | ".join(STRATEGIES) + " |")
-        out.append("| --- | --- | --- | " + " | ".join("---" for _ in STRATEGIES) + " |")
+        out.append("| --- | --- | --- | " + " | ".join("---" for _strategy in STRATEGIES) + " |")
         rows: dict[tuple[str, str, int], dict[str, Cell]] = {}
         for cell in model.cells:
             rows.setdefault((cell.gpu, cell.quant, cell.nodes), {})[cell.strategy] = cell

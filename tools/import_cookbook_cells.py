@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Import one revision of the SGLang cookbook's GLM-5.3 page into data/.
 
 Input: a folder with the page's two upstream files exactly as published at one commit
@@ -191,14 +190,14 @@ def convert_cell(cell: dict[str, Any], aliases: dict[str, str]) -> dict[str, Any
         raise ValueError(f"{where}: expected {HEAD!r} first and {TAIL} last, got {flags}")
     mapping: dict[str, Any] = {}
     for item in flags[1:-2]:
-        name, _, value = item.partition(" ")
+        name, _sep, value = item.partition(" ")
         name = aliases.get(name, name)
         if name in mapping:
             raise ValueError(f"{where}: {name} appears twice")
         mapping[name] = scalar(value) if value else True
     env = {}
     for item in cell.get("env") or []:
-        key, _, value = item.partition("=")
+        key, _sep, value = item.partition("=")
         env[key] = value
     return {
         "gpu": match["hw"],

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write the table of command-line flags one SGLang release accepts (data/sglang/flags-<version>.yml).
 
 Two sources:

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write a role's meta/argument_specs.yml from its defaults/main.yml plus a descriptions file.
 
 The descriptions live in roles/<role>/meta/variables.yml as {name: {description, type?, choices?,

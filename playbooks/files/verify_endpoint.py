@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Ask one SGLang endpoint the questions of playbooks/verify.yml and print every answer as JSON
 (status, body, elapsed seconds); metalserve.sglang's verify_rows judges them on the controller.
 Runs on the node with the standard library only. The API key comes from VERIFY_API_KEY (never argv).

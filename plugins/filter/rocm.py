@@ -25,7 +25,7 @@ def rocm_reboot(loaded: str, on_disk: str, changed: bool, cmdline: str, kernel_a
                      control_node=bool(control_node))
 
 
-def rocm_table(_: Any = None) -> dict[str, Any]:
+def rocm_table(_ignored: Any = None) -> dict[str, Any]:
     return rp.rocm_data()
 
 

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: bench_report
 version_added: 0.1.0
-author: metalserve.sglang contributors
+author: metalserve.sglang contributors (@metalserve)
 short_description: Compare sglang.bench_serving results with the cookbook's published numbers for the cell
 description:
   - Reads the JSON lines that C(sglang.bench_serving --output-file) appends, matches the cell in
@@ -35,13 +35,23 @@ options:
   sglang: {description: SGLang release that ran., type: str, default: ""}
   note: {description: A line added under the heading (e.g. that the endpoint was a test double)., type: str, default: ""}
   out_dir: {description: Folder of the report., type: path, required: true}
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: posix
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
 """
 
 EXAMPLES = r"""

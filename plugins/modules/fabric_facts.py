@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: fabric_facts
 version_added: 0.1.0
-author: metalserve.sglang contributors
+author: metalserve.sglang contributors (@metalserve)
 short_description: Read the InfiniBand/RoCE HCAs of a node from sysfs
 description:
   - For each device under C(/sys/class/infiniband) reports its ports with state, physical state, link layer, rate,
@@ -33,13 +33,19 @@ options:
     type: list
     elements: str
     default: []
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: posix
+  facts:
+    support: full
 """
 
 EXAMPLES = r"""

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: gpu_facts
 version_added: 0.1.0
-author: metalserve.sglang contributors
+author: metalserve.sglang contributors (@metalserve)
 short_description: Detect the GPUs of a node (NVIDIA or AMD) and name them with the collection's GPU ids
 description:
   - NVIDIA through C(nvidia-smi) (CSV query, C(topo -m), C(-q -x)) and C(/proc/driver/nvidia/version); AMD through
@@ -28,13 +28,26 @@ options:
     description: Filesystem root under which C(/sys) and C(/proc) are read (for tests on a fixture tree).
     type: path
     default: /
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+  - ansible.builtin.action_common_attributes.facts
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: posix
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  facts:
+    support: full
 """
 
 EXAMPLES = r"""
@@ -160,7 +173,7 @@ class Collector:
     def signer(self, raw, root):
         modinfo = self.module.get_bin_path("modinfo")
         if modinfo and root == "/" and raw.get("nvidia_query"):
-            rc, out, _ = self.module.run_command([modinfo, "-F", "signer", "nvidia"])
+            rc, out, _err = self.module.run_command([modinfo, "-F", "signer", "nvidia"])
             raw["module_signer"] = (out.strip() or None) if rc == 0 else None
 
 

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: plan
 version_added: 0.1.0
-author: metalserve.sglang contributors
+author: metalserve.sglang contributors (@metalserve)
 short_description: Plan what every GLM-5.3 host serves, from the inventory's sglang_* variables
 description:
   - Builds, on the controller, the plan of each host. That is its recipe (the cookbook cell plus knobs), the
@@ -26,13 +26,23 @@ options:
     description: Fail when a host cannot be planned. False returns the problems in C(errors) (preflight reports them).
     type: bool
     default: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: all
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
 notes:
   - This is an action plugin; it never connects to the hosts.
 """

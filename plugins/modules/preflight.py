@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: preflight
 version_added: 0.1.0
-author: metalserve.sglang contributors
+author: metalserve.sglang contributors (@metalserve)
 short_description: Refuse recipes the hardware cannot hold, for every host at once
 description:
   - Checks each planned server against the facts gathered on it (M(metalserve.sglang.gpu_facts),
@@ -46,13 +46,23 @@ options:
     description: Check only the hosts whose GPU facts are known (render.yml uses cached facts this way).
     type: bool
     default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: all
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
 notes:
   - This is an action plugin; it reads facts already gathered and never connects to the hosts.
 """

@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: render_plan
 version_added: 0.1.0
-author: metalserve.sglang contributors
+author: metalserve.sglang contributors (@metalserve)
 short_description: Write the rendered/ folder of a site plan on the controller
 description:
   - Renders, for each planned host, C(serve.args), C(serve.env) (secrets masked) and C(serve.sh), or
@@ -30,13 +30,23 @@ options:
   preflight:
     description: The C(report) of M(metalserve.sglang.preflight); adds a Preflight column to PLAN.md.
     type: dict
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: full
   platform:
+    support: full
     platforms: all
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
 notes:
   - This is an action plugin; it writes on the controller and never connects to the hosts.
 """

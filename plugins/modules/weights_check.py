@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: weights_check
 version_added: 0.1.0
-author: metalserve.sglang contributors
+author: metalserve.sglang contributors (@metalserve)
 short_description: Check that a checkpoint directory holds every shard, at the right size (and checksum)
 description:
   - Reads C(model.safetensors.index.json) in O(path) and checks C(config.json), the index and every shard its
@@ -41,12 +41,15 @@ options:
     description: Fail when the directory is not complete.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: posix
 """
 
@@ -94,15 +97,20 @@ free_bytes:
 
 import json
 import urllib.parse
-import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import fetch_url
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import weights_manifest
-def hub_manifest(hub):
+
+
+def hub_manifest(module, hub):
+    """The manifest from the Hub's repo info (GET /api/models/<repo>/revision/<rev>?blobs=true), fetched with
+    Ansible's own HTTP client (fetch_url: the node's proxy settings and CA bundle apply)."""
     endpoint = (hub.get("endpoint") or "https://huggingface.co").rstrip("/")
     repo, revision = hub["repo"], urllib.parse.quote(hub.get("revision") or "main", safe="")
-    request = urllib.request.Request(f"{endpoint}/api/models/{repo}/revision/{revision}?blobs=true")
+    url = f"{endpoint}/api/models/{repo}/revision/{revision}?blobs=true"
+    headers = {}
     if hub.get("token_file"):
         try:
             with open(hub["token_file"], encoding="utf-8") as handle:
@@ -110,9 +118,13 @@ def hub_manifest(hub):
         except OSError:
             token = ""
         if token:
-            request.add_header("Authorization", f"Bearer {token}")
-    with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - endpoint is an http(s) URL
-        return weights_manifest.manifest_from_hub(json.load(response))
+            headers["Authorization"] = f"Bearer {token}"
+    response, info = fetch_url(module, url, headers=headers, timeout=60)
+    if response is None or info.get("status") != 200:
+        module.fail_json(msg=f"could not read the manifest from {url}: HTTP {info.get('status')} {info.get('msg', '')}"
+                             f"{' (hub.token_file is set)' if headers else ' (no token: hub.token_file is not set)'}",
+                         url=url, status=info.get("status"))
+    return weights_manifest.manifest_from_hub(json.loads(response.read()))
 
 
 def main():
@@ -130,7 +142,7 @@ def main():
         if params["source_path"]:
             manifest = weights_manifest.manifest_from_dir(params["source_path"])
         elif params["hub"]:
-            manifest = hub_manifest(params["hub"])
+            manifest = hub_manifest(module, params["hub"])
     except OSError as exc:
         module.fail_json(msg=f"could not read the manifest: {exc}")
     result = weights_manifest.check_dir(params["path"], manifest, params["verify_checksums"])

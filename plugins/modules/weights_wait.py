@@ -8,7 +8,7 @@ DOCUMENTATION = r"""
 ---
 module: weights_wait
 version_added: 0.1.0
-author: metalserve.sglang contributors
+author: metalserve.sglang contributors (@metalserve)
 short_description: Wait for a background weight transfer and print its progress
 description:
   - Polls the async job O(jid) and, with O(path), how much of the checkpoint is present
@@ -36,13 +36,23 @@ options:
     description: Seconds before giving up.
     type: int
     default: 21600
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
     support: none
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: posix
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
 """
 
 EXAMPLES = r"""

@@ -36,7 +36,7 @@ class Repo:
     def __init__(self, repo_id: str, root: str) -> None:
         self.repo_id, self.root = repo_id, root
         self.files = sorted(os.path.relpath(os.path.join(d, n), root)
-                            for d, _, names in os.walk(root) for n in names)
+                            for d, _dirs, names in os.walk(root) for n in names)
         self._sha256: dict[str, str] = {}
         listing = "\n".join(f"{f}:{os.path.getsize(self.path(f))}" for f in self.files)
         self.sha = hashlib.sha1(listing.encode()).hexdigest()
@@ -174,8 +174,8 @@ def main() -> None:
     if args.token_file:
         with open(args.token_file, encoding="utf-8") as handle:
             token = handle.read().strip()
-    server = ThreadingHTTPServer((args.host, args.port), make_handler(Repo(args.repo_id, args.dir), token, args.log,
-                                                                              args.rate))
+    handler = make_handler(Repo(args.repo_id, args.dir), token, args.log, args.rate)
+    server = ThreadingHTTPServer((args.host, args.port), handler)
     server.serve_forever()
 
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """TEST DOUBLE of an SGLang server's HTTP API (tests only; not part of the collection).
 
 It stands in for `sglang serve` where no GPU exists, so that playbooks/verify.yml and
@@ -135,7 +134,7 @@ class Double(BaseHTTPRequestHandler):
                                     "choices": [{"index": 0, "text": " tok" * n, "finish_reason": "length"}],
                                     "usage": {"completion_tokens": n}})
         self._stream(chain((json.dumps({"choices": [{"index": 0, "text": " tok", "finish_reason": None}]})
-                            for _ in self._tokens(n)), ["[DONE]"]))
+                            for _token in self._tokens(n)), ["[DONE]"]))
 
     def _chat(self, body: dict[str, Any]) -> None:
         tools = body.get("tools") or []
@@ -158,7 +157,7 @@ class Double(BaseHTTPRequestHandler):
         if body.get("stream"):
             n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
             return self._stream(chain((json.dumps({"choices": [{"index": 0, "delta": {"content": " tok"},
-                                                                "finish_reason": None}]}) for _ in self._tokens(n)),
+                                                                "finish_reason": None}]}) for _token in self._tokens(n)),
                                       ["[DONE]"]))
         self._json(200, {"id": "chatcmpl-double", "object": "chat.completion", "model": self.cfg.model,
                          "choices": [{"index": 0, "message": message, "finish_reason": finish}],

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 BIN = Path(sys.executable).parent
 MATRIX = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text())

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 
 def test_bench_smoke(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 BIN = Path(sys.executable).parent
 DIST = ROOT / ".build" / "dist"
@@ -32,11 +32,26 @@ def test_build_install_and_render_by_fqcn(tmp_path: Path) -> None:
     tarball = DIST / f"metalserve-sglang-{version}.tar.gz"
     with tarfile.open(tarball) as tar:
         names = tar.getnames()
-    for wanted in ("MANIFEST.json", "playbooks/site.yml", "playbooks/render.yml", "data/gpus.yml",
-                   "data/models/glm-5.3/cells.yml", "plugins/plugin_utils/recipe/engine.py",
-                   "roles/sglang_server/meta/argument_specs.yml", "meta/runtime.yml"):
-        assert wanted in names or f"./{wanted}" in names, wanted
-    assert not [n for n in names if n.split("/")[0] in (".venv", ".git", ".build", "rendered", ".cache", ".whl")]
+    names = [n[2:] if n.startswith("./") else n for n in names]
+    for wanted in ("MANIFEST.json", "FILES.json", "README.md", "LICENSE", "playbooks/site.yml", "playbooks/render.yml",
+                   "data/gpus.yml", "data/models/glm-5.3/cells.yml", "plugins/plugin_utils/recipe/engine.py",
+                   "roles/sglang_server/meta/argument_specs.yml", "meta/runtime.yml", "changelogs/changelog.yaml",
+                   "docs/recipes.md", "inventories/example/hosts.yml"):
+        assert wanted in names, wanted
+    # what users run, and nothing of the development setup (galaxy.yml build_ignore): an allow-list of top-level
+    # entries, so that a new development file has to be placed on one side or the other
+    top = {n.split("/")[0] for n in names}
+    assert top == {"MANIFEST.json", "FILES.json", "README.md", "LICENSE", "bindep.txt", "changelogs", "data", "docs",
+                   "inventories", "meta", "playbooks", "plugins", "requirements", "roles"}, top
+    other_requirements = [n for n in names if n.startswith("requirements/") and n != "requirements/plugins.txt"]
+    assert "requirements/plugins.txt" in names and not other_requirements, other_requirements
+    assert not [n for n in names if n.startswith("changelogs/fragments") or "__pycache__" in n or n.endswith(".pyc")]
+    # ansible-builder reads meta/execution-environment.yml from the installed collection: what it names must ship
+    with tarfile.open(tarball) as tar:
+        member = tar.extractfile(next(m for m in tar.getmembers() if m.name.removeprefix("./") == "meta/execution-environment.yml"))
+        ee = yaml.safe_load(member.read())
+    assert sorted(ee["dependencies"].values()) == ["bindep.txt", "requirements/plugins.txt"]
+    assert all(path in names for path in ee["dependencies"].values())
     (tmp_path / "ansible.cfg").write_text("[defaults]\nstdout_callback = default\n")
     collections = tmp_path / "collections"
     run([str(BIN / "ansible-galaxy"), "collection", "install", "--no-deps", "-p", str(collections), str(tarball)],

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "tests" / "lab"))
 import lab  # noqa: E402

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from helpers import FIXTURES, REAL_X2, ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, REAL_X2, ROOT
 
 BIN = Path(sys.executable).parent
 PLAY = Path(__file__).parent / "playbooks" / "preflight_localhost.yml"
@@ -76,7 +76,7 @@ def test_replayed_h200_capture_refuses_tp8_and_accepts_tp2(tmp_path: Path) -> No
 
 
 def test_fabric_facts_on_a_built_tree(tmp_path: Path) -> None:
-    from helpers import ib_tree
+    from ansible_collections.metalserve.sglang.tests.helpers import ib_tree
     ib_tree(tmp_path / "root", {"mlx5_0": {"netdevs": ["ens1f0np0"], "ports": {1: {
         "state": "ACTIVE", "layer": "Ethernet",
         "gids": {3: ("0000:0000:0000:0000:0000:ffff:0a0a:020b", "RoCE v2", "ens1f0np0")}}}}}, ("uverbs0",))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 BIN = Path(sys.executable).parent
 SECRET = "hf_RENDER_TEST_token_value"
@@ -32,7 +32,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess
 
 
 def test_every_host_has_its_files(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
-    out, _ = rendered
+    out, _proc = rendered
     servers = ["b300-c01", "gb300-d01", "gb300-d02", "h200-a01", "h200-a02", "h200-b01", "h200-b02", "h200-f01",
                "h200-f02", "mi355x-e01"]
     units = {"h200-b01": "rack_h200_bf16", "h200-b02": "rack_h200_bf16", "h200-f01": "glm-5.3-prefill",
@@ -56,7 +56,7 @@ def test_every_host_has_its_files(rendered: tuple[Path, subprocess.CompletedProc
 
 def test_unit_and_docker_command_carry_the_same_argv(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
     import shlex
-    out, _ = rendered
+    out, _proc = rendered
     args = (out / "h200-b02" / "serve.args").read_text().splitlines()
     unit = (out / "h200-b02" / "sglang-rack_h200_bf16.service").read_text()
     exec_start = unit.split("ExecStart=", 1)[1].split("\nExecStop", 1)[0].replace("\\\n", " ")
@@ -69,7 +69,7 @@ def test_unit_and_docker_command_carry_the_same_argv(rendered: tuple[Path, subpr
 
 
 def test_serve_sh_runs_the_same_argv(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
-    out, _ = rendered
+    out, _proc = rendered
     script = (out / "h200-f02" / "serve.sh").read_text()
     command = script.split("exec ", 1)[1].replace("\\\n", " ")
     import shlex
@@ -77,7 +77,7 @@ def test_serve_sh_runs_the_same_argv(rendered: tuple[Path, subprocess.CompletedP
 
 
 def test_plan_md(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
-    out, _ = rendered
+    out, _proc = rendered
     plan = (out / "PLAN.md").read_text()
     rows = [line for line in plan.splitlines() if line.startswith("| ") and not line.startswith(("| Host", "| ---"))]
     assert len(rows) == 11
@@ -102,7 +102,7 @@ def test_secrets_are_masked_everywhere(rendered: tuple[Path, subprocess.Complete
 
 
 def test_second_render_changes_nothing(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
-    out, _ = rendered
+    out, _proc = rendered
     proc = play("-i", str(ROOT / "inventories" / "example"), "-e", f"sglang_render_dir={out}",
                 "-e", f"sglang_hf_token={SECRET}")
     assert proc.returncode == 0
@@ -165,7 +165,7 @@ def test_plan_md_shows_preflight_from_cached_facts(tmp_path: Path) -> None:
     """Facts cached by an earlier run of gpu_facts add a Preflight column to PLAN.md."""
     import json
 
-    from helpers import FIXTURES, REAL_X2, SYNTH_X8
+    from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, REAL_X2, SYNTH_X8
 
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"),

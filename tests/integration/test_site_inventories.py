@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 BIN = Path(sys.executable).parent
 SITES = ["h200-4rack", "gb300", "mi355x", "generated-64", "layered", "airgapped"]

@@ -33,7 +33,7 @@ export GNUPGHOME=$build/gnupg; mkdir -m 700 "$GNUPGHOME"
 gpg --batch --quiet --pinentry-mode loopback --passphrase '' --quick-gen-key "metalserve test archive (tests only)" \
   ed25519 sign never 2>/dev/null
 gpg --batch --armor --export >"$REPO/amd-test-archive-key.asc"
-for dir in $(find "$REPO/amd" -type d -name pool -printf '%h\n'); do
+while IFS= read -r dir; do
   (cd "$dir" && mkdir -p dists/jammy/main/binary-amd64 \
     && dpkg-scanpackages --multiversion pool /dev/null >dists/jammy/main/binary-amd64/Packages 2>/dev/null \
     && gzip -9nkf dists/jammy/main/binary-amd64/Packages \
@@ -41,7 +41,7 @@ for dir in $(find "$REPO/amd" -type d -name pool -printf '%h\n'); do
        -o APT::FTPArchive::Release::Components=main -o APT::FTPArchive::Release::Architectures=amd64 \
        release dists/jammy >dists/jammy/Release \
     && gpg --batch --yes --clearsign -o dists/jammy/InRelease dists/jammy/Release)
-done
+done < <(find "$REPO/amd" -type d -name pool -printf '%h\n')
 cp "$build"/*.deb "$REPO/"
 (cd "$REPO" && dpkg-scanpackages --multiversion . /dev/null >Packages 2>/dev/null && gzip -9nkf Packages \
   && apt-ftparchive release . >Release)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A local lab site: systemd containers (the molecule image) shaped like a small site, and site.yml
 run against it with the hardware-bound stages off.
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write a small checkpoint-shaped folder for the weight-staging tests: config.json,
 model.safetensors.index.json and N shards of deterministic bytes (not a real model).
 

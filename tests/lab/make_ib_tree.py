@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Build a /sys/class/infiniband tree (the kernel's documented layout) for tests that run roles on it.
 
 Usage: make_ib_tree.py ROOT '{"mlx5_0": {"ports": {"1": {"state": "ACTIVE"}}}}'

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write a tiny word-level tokenizer and a small ShareGPT-format file (tests only).
 
 sglang.bench_serving's random dataset needs the model's tokenizer and samples token ids from ShareGPT,

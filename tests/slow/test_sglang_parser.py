@@ -23,7 +23,7 @@ import yaml
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
-from helpers import REVISIONS, ROOT, selection_of, upstream, upstream_nodes, upstream_tokens
+from ansible_collections.metalserve.sglang.tests.helpers import REVISIONS, ROOT, selection_of, upstream, upstream_nodes, upstream_tokens
 
 pytestmark = pytest.mark.slow
 PARSER_PY = os.environ.get("SGLANG_PARSER_PYTHON", "")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import acceptance as acc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.units import docker_run

@@ -20,7 +20,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plac
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from helpers import REAL_X2, ROOT, SYNTH_X8, raw_from_capture
+from ansible_collections.metalserve.sglang.tests.helpers import REAL_X2, ROOT, SYNTH_X8, raw_from_capture
 
 MATRIX = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text())
 BASE = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}
@@ -59,8 +59,8 @@ def role_spec(role: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("case", MATRIX["argspec"], ids=ids("argspec"))
 def test_argument_specs_refuse(case: dict[str, Any]) -> None:
-    result = ArgumentSpecValidator(role_spec(case["role"])).validate(dict(case["vars"]),
-                                                                      validate_role_argument_spec=True)
+    validator = ArgumentSpecValidator(role_spec(case["role"]))
+    result = validator.validate(dict(case["vars"]), validate_role_argument_spec=True)
     text = "\n".join(result.error_messages)
     assert re.search(case["expect"], text), text
 

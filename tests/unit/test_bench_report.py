@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as br
-from helpers import FIXTURES
+from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES
 
 REAL = (FIXTURES / "bench" / "bench_serving-0.5.23-double.jsonl").read_text()
 H200_LL = {"gpu": "h200", "quant": "fp8", "strategy": "low-latency", "nodes": 1}

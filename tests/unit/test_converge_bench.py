@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 import bench  # noqa: E402

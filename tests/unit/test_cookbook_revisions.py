@@ -16,7 +16,7 @@ import yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as br
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from helpers import REVISIONS, ROOT, UPSTREAM_DIR, importer, upstream, upstream_nodes
+from ansible_collections.metalserve.sglang.tests.helpers import REVISIONS, ROOT, UPSTREAM_DIR, importer, upstream, upstream_nodes
 
 DATA = ROOT / "data" / "models" / "glm-5.3" / "cookbook"
 NEWEST, SEED_REVISION = "8e04be51", "03d5035a"

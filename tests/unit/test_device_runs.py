@@ -12,7 +12,7 @@ from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from helpers import FIXTURES, raw_from_capture
+from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, raw_from_capture
 
 RUNS = FIXTURES / "device-runs"
 CATALOG = load_catalog()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from helpers import REVISIONS, ROOT, upstream
+from ansible_collections.metalserve.sglang.tests.helpers import REVISIONS, ROOT, upstream
 
 
 def test_readme_generated_blocks_are_fresh() -> None:

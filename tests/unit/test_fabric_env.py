@@ -6,7 +6,7 @@ from pathlib import Path
 from ansible_collections.metalserve.sglang.plugins.module_utils import fabric_probe
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.fabric_env import fabric_settings
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
-from helpers import ib_tree
+from ansible_collections.metalserve.sglang.tests.helpers import ib_tree
 
 ROCE = {3: ("0000:0000:0000:0000:0000:ffff:0a0a:020b", "RoCE v2", "ens1f0np0")}
 
@@ -17,8 +17,8 @@ def facts(tmp_path: Path, devices: dict) -> dict:
 
 def test_single_node_needs_nothing(tmp_path: Path) -> None:
     fabric = facts(tmp_path, {"mlx5_0": {"ports": {1: {"state": "ACTIVE"}}}})
-    assert fabric_settings(fabric, multi=False, pd=False, interface="eth0") == {"env": {}, "pd_ib_device": None,
-                                                                                 "warnings": []}
+    settings = fabric_settings(fabric, multi=False, pd=False, interface="eth0")
+    assert settings == {"env": {}, "pd_ib_device": None, "warnings": []}
 
 
 def test_two_infiniband_rails(tmp_path: Path) -> None:

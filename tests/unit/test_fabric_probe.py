@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import fabric_probe
-from helpers import ib_tree
+from ansible_collections.metalserve.sglang.tests.helpers import ib_tree
 
 LINK_LOCAL = "fe80:0000:0000:0000:0c42:a103:00ab:cd01"
 ROCE_GIDS = {0: (LINK_LOCAL, "IB/RoCE v1", "ens1f0np0"), 1: (LINK_LOCAL, "RoCE v2", "ens1f0np0"),
@@ -21,8 +21,8 @@ def test_two_infiniband_rails(tmp_path: Path) -> None:
     assert fabric["active_ports"] == ["mlx5_0:1", "mlx5_1:1"] and fabric["link_layers"] == ["InfiniBand"]
     assert fabric["uverbs_present"] is True and fabric["device_count"] == 2
     dev = fabric["devices"][1]
-    assert (dev["name"], dev["numa_node"], dev["pci_address"], dev["netdevs"]) == ("mlx5_1", 1, "0000:9a:00.0",
-                                                                                  ["ibp154s0"])
+    assert (dev["name"], dev["numa_node"], dev["pci_address"], dev["netdevs"]) == (
+        "mlx5_1", 1, "0000:9a:00.0", ["ibp154s0"])
     port = fabric["devices"][0]["ports"][0]
     assert (port["state"], port["phys_state"], port["rate"], port["lid"], port["roce_v2_gid_index"]) == (
         "ACTIVE", "LinkUp", "400 Gb/sec (4X NDR)", "0x12", None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
-from helpers import REVISIONS, selection_of, upstream, upstream_nodes, upstream_tokens
+from ansible_collections.metalserve.sglang.tests.helpers import REVISIONS, selection_of, upstream, upstream_nodes, upstream_tokens
 
 DOCS = {rev: upstream(rev) for rev in REVISIONS}
 CELLS = [(rev, cell) for rev in REVISIONS for cell in DOCS[rev]["cells"]]

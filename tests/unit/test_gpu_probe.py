@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from helpers import FIXTURES, REAL_X2, SYNTH_X8, capture_fields, capture_rows
+from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, REAL_X2, SYNTH_X8, capture_fields, capture_rows
 
 PLATFORMS = load_catalog().gpus
 
@@ -117,5 +117,5 @@ def test_nvswitch_on_the_pci_bus() -> None:
 def test_no_gpu_at_all() -> None:
     assert gpu_probe.summarize([], PLATFORMS) == {"count": 0, "gpu_id": None, "models": [], "uniform": True,
                                                   "memory_mib_per_gpu": None}
-    assert gpu_probe.parse_topology("") ["gpus"] == []
+    assert gpu_probe.parse_topology("")["gpus"] == []
     assert json.loads("[]") == [] and gpu_probe.parse_amd_smi_static("[]") == []

@@ -11,7 +11,7 @@ from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from helpers import FIXTURES, REAL_X2, SYNTH_X8, raw_from_capture
+from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, REAL_X2, SYNTH_X8, raw_from_capture
 
 CATALOG = load_catalog()
 X2 = gpu_probe.compose(raw_from_capture(REAL_X2), CATALOG.gpus)
@@ -128,8 +128,8 @@ def test_mixed_and_unknown_gpus() -> None:
 
 def test_driver_missing_gpus_on_the_pci_bus_only() -> None:
     raw = raw_from_capture(REAL_X2)
-    facts = gpu_probe.compose({"pci": raw["pci"], "notes": ["nvidia-smi --query-gpu failed (rc 9): NVIDIA-SMI has "
-                                                             "failed because it couldn't communicate"]}, CATALOG.gpus)
+    note = "nvidia-smi --query-gpu failed (rc 9): NVIDIA-SMI has failed because it couldn't communicate"
+    facts = gpu_probe.compose({"pci": raw["pci"], "notes": [note]}, CATALOG.gpus)
     assert (facts["source"], facts["gpu_id"], facts["count"]) == ("sysfs", "h200", 2)
     r = run({"n": {"sglang_gpu": "h200", "sglang_model": "tiny-moe", "sglang_quant": "bf16", "sglang_recipes": TINY}},
             {"n": node(facts, staged=True)}, "n")

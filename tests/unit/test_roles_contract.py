@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 ROLES = sorted(p for p in (ROOT / "roles").iterdir() if p.is_dir())
 

@@ -6,7 +6,7 @@ import yaml
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import runtime
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 
 def test_settings_take_the_inventory_over_the_role_defaults_in_the_defaults_type() -> None:

@@ -167,7 +167,7 @@ def _majors(proc_devices: str) -> dict[int, set[str]]:
 
 def test_device_allowlist_covers_every_gpu_and_rdma_node_of_a_real_h200() -> None:
     """Every /dev/nvidia* and /dev/infiniband/* node of the captured H200 is allowed by name or path."""
-    from helpers import FIXTURES
+    from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES
     capture = FIXTURES / "nvidia" / "h200-x1-devices"
     majors = _majors((capture / "proc-devices.txt").read_text())
     lines = su.device_allowlist("nvidia", rdma=True)

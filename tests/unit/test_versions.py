@@ -102,6 +102,6 @@ def test_flag_tables_agree_with_the_feature_list() -> None:
 
 def test_every_cell_flag_exists_in_both_tables() -> None:
     for cell in load_catalog().models["glm-5.3"].cells:
-        for name, _ in cell.flags:
+        for name, _value in cell.flags:
             assert name in flag_table("0.5.23") or name == "--cuda-graph-max-bs", (cell.key, name)
             assert name in flag_table("0.5.13.post1"), (cell.key, name)

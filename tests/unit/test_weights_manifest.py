@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import weights_manifest as wm
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 
 @pytest.fixture()

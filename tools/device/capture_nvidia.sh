@@ -17,7 +17,9 @@ cap q.txt nvidia-smi -q
 cap nvlink-s.txt nvidia-smi nvlink -s
 cap fabric.txt nvidia-smi -q -d FABRIC
 cap proc-driver-version.txt cat /proc/driver/nvidia/version
+# shellcheck disable=SC2016 # the inner sh expands these
 cap proc-driver-gpus.txt sh -c 'for d in /proc/driver/nvidia/gpus/*; do echo "== $d"; cat "$d/information"; done'
+# shellcheck disable=SC2016 # the inner sh expands these
 cap pci-devices.txt sh -c 'for d in /sys/bus/pci/devices/*; do printf "%s %s %s %s %s\n" "$(basename $d)" "$(cat $d/vendor)" "$(cat $d/device)" "$(cat $d/class)" "$(cat $d/numa_node 2>/dev/null)"; done'
 cap sys-class-infiniband.txt sh -c 'ls -la /sys/class/infiniband/ 2>&1; ls -la /dev/infiniband 2>&1'
 cap limits.txt sh -c 'ulimit -l; cat /proc/self/limits'
@@ -27,4 +29,4 @@ cap services.txt sh -c 'command -v systemctl nv-fabricmanager nvidia-persistence
 cap modules.txt sh -c 'cat /proc/modules 2>&1 | grep -E "^(nvidia|ib_|mlx|rdma)" ; ls /sys/module | grep -E "nvidia|ib_|mlx" '
 cap python.txt sh -c 'python3 --version; python3 -m pip list 2>/dev/null | grep -i -E "^(jinja2|pyyaml|cryptography|resolvelib|packaging|markupsafe|cffi) "'
 cap nvml-py.txt python3 -c 'import pynvml as n; n.nvmlInit(); print(n.nvmlSystemGetDriverVersion(), n.nvmlSystemGetCudaDriverVersion_v2())'
-echo captured: $(ls "$out" | wc -l) files
+echo "captured: $(find "$out" -maxdepth 1 -type f | wc -l) files"

@@ -62,14 +62,14 @@ def judge_models(res: dict[str, Any], plan: dict[str, Any]) -> str | None:
 
 
 def judge_chat(res: dict[str, Any], plan: dict[str, Any]) -> str | None:  # noqa: ARG001
-    message, _ = _message(res)
+    message, _finish = _message(res)
     if not (message.get("content") or message.get("reasoning_content")):
         return "the chat completion came back empty"
     return None
 
 
 def judge_reasoning(res: dict[str, Any], plan: dict[str, Any]) -> str | None:
-    message, _ = _message(res)
+    message, _finish = _message(res)
     content = message.get("content") or ""
     configured = flag(plan.get("argv") or [], "--reasoning-parser")
     where = f"the server runs --reasoning-parser {configured}" if configured else "the server runs no --reasoning-parser"
@@ -131,7 +131,7 @@ def rows(host: str, target: dict[str, Any], results: dict[str, dict[str, Any]], 
 
 def table(all_rows: list[dict[str, Any]]) -> str:
     """The summary: one line per host and instance, a column per check."""
-    lines = ["| host | instance | " + " | ".join(CHECKS) + " |", "| --- | --- | " + " | ".join("---" for _ in CHECKS) + " |"]
+    lines = ["| host | instance | " + " | ".join(CHECKS) + " |", "| --- | --- | " + " | ".join("---" for _check in CHECKS) + " |"]
     by_host: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for row in all_rows:
         by_host.setdefault((row["host"], row["instance"]), {})[row["check"]] = row

@@ -25,7 +25,7 @@ def driver_data() -> dict[str, Any]:
 
 def repository(distribution: str, major_version: str | int, arch: str, base_url: str | None = None) -> dict[str, Any]:
     data = driver_data()["repository"]
-    key = f"{distribution}-{str(major_version).split('.')[0]}"
+    key = f"{distribution}-{str(major_version).split('.', maxsplit=1)[0]}"
     folder = data["distros"].get(key)
     if folder is None:
         raise RecipeError(f"nvidia_driver: {distribution} {major_version} has no CUDA repository we know; supported: "

@@ -18,7 +18,7 @@ def rocm_data() -> dict[str, Any]:
 
 
 def os_key(distribution: str, version: str | int) -> str:
-    return f"{distribution}-{str(version).split('.')[0]}"
+    return f"{distribution}-{str(version).split('.', maxsplit=1)[0]}"
 
 
 def choose(gpu: str, platform: dict[str, Any], distribution: str, version: str | int, requested: str = "") -> str:

@@ -458,7 +458,7 @@ def recipe_of(b: Build) -> dict[str, Any]:
 
 
 def _recipe_of(b: Build) -> dict[str, Any]:
-    _version, image, _ = resolve_release(b.catalog, b.model, b.sel)
+    _version, image, _warnings = resolve_release(b.catalog, b.model, b.sel)
     checkpoint = b.model.checkpoints[b.cell.quant]
     pd = b.sel["pd"] or {}
     return {

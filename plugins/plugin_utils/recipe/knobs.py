@@ -65,8 +65,8 @@ class Build:
 
 def _after_parallel(args: argv.Args) -> int:
     """Index after the last parallelism/MoE flag: where upstream puts the next group of flags."""
-    positions = [argv.find(args, f) for f in PARALLEL_FLAGS] + [argv.find(args, "--served-model-name"),
-                                                                 argv.find(args, "--model-path")]
+    positions = [argv.find(args, f) for f in PARALLEL_FLAGS]
+    positions += [argv.find(args, "--served-model-name"), argv.find(args, "--model-path")]
     return max(positions) + 1
 
 

@@ -43,7 +43,7 @@ def nccl_env(ports: list[dict[str, Any]], interface: str | None) -> tuple[dict[s
                             f"NCCL_IB_GID_INDEX={DEFAULT_ROCE_GID_INDEX} assumed")
             env["NCCL_IB_GID_INDEX"] = str(DEFAULT_ROCE_GID_INDEX)
         else:
-            index, _ = indexes.most_common(1)[0]
+            index, _count = indexes.most_common(1)[0]
             env["NCCL_IB_GID_INDEX"] = str(index)
             if len(indexes) > 1:
                 warnings.append(f"RoCE v2 GID indexes differ between ports ({dict(indexes)}); NCCL_IB_GID_INDEX={index}")

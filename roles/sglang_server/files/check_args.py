@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Parse an `sglang serve` argv with the SGLang installed here, exactly as `sglang serve` does.
 
 Run by metalserve.sglang.sglang_server with the venv's (or the image's) python before a changed

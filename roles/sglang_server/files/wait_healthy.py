@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Wait until an SGLang server (or router) answers its health URL; exit 1 on timeout.
 
 Installed by metalserve.sglang.sglang_server and run as ExecStartPost (with --pid $MAINPID), so the unit

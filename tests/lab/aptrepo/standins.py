@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write equivs control files for the STAND-IN vendor packages (tests only) into a build folder.
 
 Real package names, versions, dependencies and systemd unit names of NVIDIA's CUDA repository and
