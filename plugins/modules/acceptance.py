@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: acceptance
 version_added: 0.2.0
-author: metalserve.sglang contributors
+author: metalserve.sglang contributors (@metalserve)
 short_description: Judge every node's acceptance probes against its platform's physical limits, in one message
 description:
   - Reads C(node_acceptance_result) (what roles/node_acceptance's probes returned, or replayed) and
@@ -39,15 +39,25 @@ options:
     description: Fail on refusals (false turns them into warnings).
     type: bool
     default: true
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: none
   platform:
-    platforms: posix
+    support: full
+    platforms: all
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
 notes:
-  - This is an action plugin; it reads results the role already collected and never connects to the hosts.
+  - This is an action plugin; it runs on the controller and reads what the node probes returned.
 """
 
 EXAMPLES = r"""
