@@ -131,6 +131,12 @@ def _side_by_side(columns: list[str], rows: list[tuple[str, list[str]]]) -> list
     return out
 
 
+def _per_node(rec: Any, nodes: int) -> str:
+    if not rec:
+        return "-"
+    return f"{rec['gpus_per_node']} GPUs" + (", same command with its own `--node-rank`" if nodes > 1 else "")
+
+
 def _change(revisions: list[Any], rev: Any, cell: Cell | None, newest: Cell | None) -> str:
     """What the newest revision does differently from `rev` for this cell (docs wording of the warning)."""
     from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.revisions import (  # noqa: PLC0415
@@ -198,13 +204,12 @@ def recipe_commands() -> str:
             rows = [
                 ("Badge", [absent if c is None else "verified" if c.verified else "**unverified**" for c in cells]),
                 ("SGLang, image", [f"{r['sglang_version']}, `{r['image']}`" if r else "-" for r in recs]),
-                ("Per node", [f"{r['gpus_per_node']} GPUs" + (", same command with its own `--node-rank`"
-                                                               if nodes > 1 else "") if r else "-" for r in recs]),
+                ("Per node", [_per_node(r, nodes) for r in recs]),
                 ("Published (ISL 8192 / OSL 1024)", [_published(model.id, c) if c else "-" for c in cells]),
             ]
             if len(cells) > 1:
-                rows.append(("Newest page changes", ["-"] + [_change(revisions, rev, cell, cells[0])
-                                                              for rev, cell in zip(revisions[1:], cells[1:])]))
+                changes = [_change(revisions, rev, cell, cells[0]) for rev, cell in zip(revisions[1:], cells[1:])]
+                rows.append(("Newest page changes", ["-"] + changes))
             out += _side_by_side(columns, rows)
             out.append("")
             shown: list[str] = []

@@ -17,6 +17,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement
 
+
 def _depends_on(plans: dict[str, Any], hosts: list[str]) -> set[str]:
     """The hosts of this run and those their plans read: instance members, a router's workers."""
     out = set(hosts)

@@ -83,8 +83,8 @@ def test_gb300_trays(plans: dict[str, dict[str, Any]]) -> None:
     assert site["errors"] == {}
     p = site["plans"]
     assert flag(p["gb300-a01"], "--tp-size") == "4" and p["gb300-a01"]["recipe"]["gpus_per_node"] == 4
-    assert [(p[h]["rank"], p[h]["head_address"]) for h in ("gb300-b01", "gb300-b02")] == [(0, "10.30.2.11"),
-                                                                                         (1, "10.30.2.11")]
+    ranks = [(p[h]["rank"], p[h]["head_address"]) for h in ("gb300-b01", "gb300-b02")]
+    assert ranks == [(0, "10.30.2.11"), (1, "10.30.2.11")]
     assert flag(p["gb300-b02"], "--tp-size") == "8"
     assert p["router-gb"]["workers"] == [f"http://10.30.1.1{i}:30000" for i in range(1, 5)]
     assert all(p[h]["vendor"] == "nvidia" for h in servers(site))

@@ -206,9 +206,9 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None, transport
     known = lab_dir(name) / "known_hosts"
     ips = known_hosts(every, known)
     inv = lab_dir(name) / "hosts.yml"
+    doc = inventory(name, nodes, router, shape, extra, ips, known if transport == "ssh" else None)
     inv.write_text("# Written by tests/lab/lab.py: a lab site of GPU-less systemd containers, reached over "
-                   f"{transport}\n" + yaml.safe_dump(inventory(name, nodes, router, shape, extra, ips,
-                                                                  known if transport == "ssh" else None), sort_keys=False))
+                   f"{transport}\n" + yaml.safe_dump(doc, sort_keys=False))
     ensure_venv(name, inv, nodes[0])
     print(f"[lab {name}] up: {', '.join(nodes + [router])}; inventory {inv}")
     return inv

@@ -293,10 +293,10 @@ def amd_node(gpus: int = 8, width: int = 16, uncorrectable: int = 0, xgmi_down: 
     metric = [{"gpu": i, "pcie": {"width": width if i == 0 else 16, "speed": {"value": 32, "unit": "GT/s"}},
                "ecc": {"total_correctable_count": 0, "total_uncorrectable_count": uncorrectable if i == 0 else 0,
                        "total_deferred_count": 0}} for i in range(gpus)]
-    topo = [{"gpu": i, "bdf": bdfs[i], "links": [
-        {"gpu": j, "bdf": bdfs[j], "link_type": "SELF" if i == j else "XGMI", "num_hops": 0 if i == j else 1,
-         "link_status": "DISABLED" if (i == 0 and 0 < j <= xgmi_down) else "ENABLED"} for j in range(gpus)]}
-            for i in range(gpus)]
+    def link(i: int, j: int) -> dict:
+        return {"gpu": j, "bdf": bdfs[j], "link_type": "SELF" if i == j else "XGMI", "num_hops": 0 if i == j else 1,
+                "link_status": "DISABLED" if (i == 0 and 0 < j <= xgmi_down) else "ENABLED"}
+    topo = [{"gpu": i, "bdf": bdfs[i], "links": [link(i, j) for j in range(gpus)]} for i in range(gpus)]
     bad = [{"gpu": i, "retired": "No bad pages found.", "pending": "No bad pages found."} for i in range(gpus)]
 
     def out(data: list) -> dict:
@@ -485,8 +485,8 @@ ROLE = FIX / "h200-x2-role"
 @pytest.mark.parametrize("run, host, verdict", [("healthy", "h200-x2", "accepted"), ("healthy-again", "h200-x2", "accepted"),
                                                 ("p2p-off", "h200-x2", "refused"), ("pair", "pair0", "accepted"),
                                                 ("badpair", "bad0", "refused")])
-def test_the_reports_the_role_wrote_on_a_real_node_are_what_its_raw_results_judge_to(run: str, host: str,
-                                                                                       verdict: str) -> None:
+def test_the_reports_the_role_wrote_on_a_real_node_are_what_its_raw_results_judge_to(
+        run: str, host: str, verdict: str) -> None:
     doc = load(ROLE / run / f"{host}.json")
     assert doc["verdict"] == verdict
     again = judge(doc["raw"], host=host, **{k: v for k, v in doc["limits"].items() if k in (

@@ -19,7 +19,6 @@ from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.tests.helpers import REAL_X2, ROOT, SYNTH_X8, raw_from_capture
 
 MATRIX = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text())

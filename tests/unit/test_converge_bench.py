@@ -83,8 +83,8 @@ def test_machine_and_controller_cpu_counters_move_forward() -> None:
 
 def test_transport_per_profile() -> None:
     """Real sites connect over SSH; earlier revisions (ref:) and the docker profile over docker exec."""
-    assert [bench.transport(p) for p in ("tuned", "mitogen", "docker", "ref:efa4936")] == ["ssh", "ssh", "docker",
-                                                                                            "docker"]
+    transports = [bench.transport(p) for p in ("tuned", "mitogen", "docker", "ref:efa4936")]
+    assert transports == ["ssh", "ssh", "docker", "docker"]
 
 
 def test_module_count_callback_counts_node_modules_only(tmp_path) -> None:

@@ -246,8 +246,8 @@ def test_pd_errors() -> None:
 # --- extra / remove args, env, model path --------------------------------------------------------
 
 def test_extra_args_dict_and_list_forms() -> None:
-    f = flags(serve_args({**H200_HT, "extra_args": {"--max-running-requests": 384, "--enable-metrics": True,
-                                                     "--chunked-prefill-size": False, "tp": 8}}))
+    extra = {"--max-running-requests": 384, "--enable-metrics": True, "--chunked-prefill-size": False, "tp": 8}
+    f = flags(serve_args({**H200_HT, "extra_args": extra}))
     assert f["--max-running-requests"] == "384" and "--enable-metrics" in f and "--chunked-prefill-size" not in f
     assert f["--tp-size"] == "8"
     args = serve_args({**H200_HT, "extra_args": ["--dist-timeout 3600", "--enable-metrics", "--log-level=debug"]})

@@ -80,11 +80,11 @@ run healthy-check --limit node --check
 run p2p-off --limit node -e '{"accept_env": {"NCCL_P2P_DISABLE": "1"}}'
 run pair --limit pair
 run badpair --limit badpair
-ls /tmp | grep -c '^metalserve-accept-' > "$work/out/left-on-node.txt"
+find /tmp -maxdepth 1 -name 'metalserve-accept-*' | wc -l > "$work/out/left-on-node.txt"
 tar czf "$OUT/role-run.tgz" -C "$work/out" .
 for f in "$work"/out/*.log; do
   echo "### $(basename "$f")"
   grep -E "^rc=|: ok=|^ *node acceptance:|^ *- |^ *(h200|pair|bad)[a-z0-9-]* \(|WARNING\]: (h200|pair|bad)" "$f" | cut -c1-600 | head -30
 done
-for d in "$work"/out/*/; do echo "### $d"; cat "$d/ACCEPTANCE.md" 2>/dev/null | tail -n +6; done
+for d in "$work"/out/*/; do echo "### $d"; tail -n +6 "$d/ACCEPTANCE.md" 2>/dev/null; done
 echo "left on node: $(cat "$work/out/left-on-node.txt")"

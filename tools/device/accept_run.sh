@@ -33,6 +33,7 @@ if [ "$gpus" -ge 2 ]; then
   bench proto-ll NCCL_PROTO=LL -- --skip-memory
   # two "nodes" of one GPU each on this host, over sockets on lo: the fabric code path end to end
   fab=(NCCL_SOCKET_IFNAME=lo GLOO_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)
+  # shellcheck disable=SC2054  # --sizes-mib takes one comma-separated value
   common=(--skip-memory --nnodes 2 --gpus-per-node 1 --master 127.0.0.1 --sizes-mib 64,256,1024 --timeout 60)
   bench fabric-lo-node1 "${fab[@]}" CUDA_VISIBLE_DEVICES=1 -- "${common[@]}" --node-rank 1 --port 29650 &
   bench fabric-lo-node0 "${fab[@]}" CUDA_VISIBLE_DEVICES=0 -- "${common[@]}" --node-rank 0 --port 29650

@@ -435,7 +435,7 @@ class HostReport:
     def as_dict(self) -> dict[str, Any]:
         return {"host": self.host, "ok": self.ok, "problems": [p.text() for p in self.problems],
                 "checks_failed": sorted({p.check for p in self.problems}), "warnings": self.warnings,
-                "limits": {k: v for k, v in self.limits.__dict__.items()}, "summary": self.row}
+                "limits": dict(self.limits.__dict__), "summary": self.row}
 
 
 def _gb(x: float | None) -> str:
@@ -776,7 +776,7 @@ def judge_fabric(instance: str, members: list[str], raws: dict[str, dict[str, An
     rows = [r for r in head.get("allreduce") or [] if "busbw_gb_s" in r]
     peak = max((r["busbw_gb_s"] for r in rows), default=None)
     ceilings = [fabric_ceiling((raws.get(h) or {}).get("fabric_facts"), env) for h in members]
-    known = [c for c, _ in ceilings if c]
+    known = [c for c, _source in ceilings if c]
     if peak is None:
         out.setdefault(members[0], []).append(f"cross-node all-reduce of instance {instance}: no figure came back")
         return out
@@ -800,8 +800,8 @@ def judge_fabric(instance: str, members: list[str], raws: dict[str, dict[str, An
 
 
 def report_text(reports: list[HostReport], fabric_problems: dict[str, list[str]], enforce: bool) -> str:
-    refused = sorted({r.host for r in reports if r.problems} | {h for h, p in fabric_problems.items()
-                                                                 if p and not h.startswith("_")})
+    fabric_refused = {h for h, p in fabric_problems.items() if p and not h.startswith("_")}
+    refused = sorted({r.host for r in reports if r.problems} | fabric_refused)
     head = (f"node acceptance: {len(refused)} of {len(reports)} host(s) "
             + ("refused" if enforce else "would be refused (node_acceptance_enforce: false, warning only)") + ":")
     lines = [head]

@@ -145,7 +145,7 @@ def machines(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any
             first = items[0][1]
             for host in hosts:
                 yield host, (f"ports: {' and '.join(hosts)} are one machine ({machine}) and both open "
-                             f"{port_ranges([port for port, _ in items])} ({' and '.join(first)}, ...); give one "
+                             f"{port_ranges([port for port, _owners in items])} ({' and '.join(first)}, ...); give one "
                              "of them other ports (sglang_port, sglang_router_port) or its own machine (ansible_host)")
         servers = [p for p in here if p["role"] == "server"]
         if len(servers) > 1:

@@ -254,12 +254,11 @@ def fabric_for(host: str, hv: HostVars, selection: dict[str, Any]) -> tuple[dict
     return selection, settings
 
 
-def rdma_present(hv: HostVars, networked: bool) -> tuple[bool, dict[str, Any] | None]:
-    """Whether the node has RDMA devices to hand to SGLang (from fabric_facts), else assumed."""
+def rdma_present(hv: HostVars, networked: bool) -> bool:
+    """Whether the node has RDMA devices to hand to SGLang (from fabric_facts), else assumed for networked
+    instances (listed under `resolved` with the fabric until the facts are gathered)."""
     present = runtime.fact(hv, "metalserve_fabric", "uverbs_present")
-    if present is not None:
-        return bool(present), None
-    return networked, None
+    return bool(present) if present is not None else networked
 
 
 def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> dict[str, Any]:
@@ -285,7 +284,7 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
     head_address, unresolved = address_of(head, hostvars[head])
     if unresolved and len(members) > 1:
         resolved.append(unresolved)
-    address, _ = address_of(host, hv)
+    address, _unresolved = address_of(host, hv)
     argv = recipe_engine.node_args(b, rank, head_address if len(members) > 1 else None)
     env = dict(rec["env"])
     for key, value in fabric["env"].items():
@@ -298,7 +297,7 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
     instance = instance_name(hv, rec, members)
     install = runtime.install_spec(hv, b.sel["install_method"], rec["sglang_version"], rec["image"])
     networked = len(members) > 1 or bool(rec["pd_role"])
-    rdma, _ = rdma_present(hv, networked)
+    rdma = rdma_present(hv, networked)
     return {
         "host": host,
         "role": "server",

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Node acceptance, measurement half: all-reduce bus bandwidth and a GPU memory pattern test.
@@ -22,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import socket
 import subprocess
@@ -102,13 +100,13 @@ class Clock:
         if self.cuda:
             start, end = self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True)
             start.record()
-            for _ in range(reps):
+            for _round in range(reps):
                 fn()
             end.record()
             end.synchronize()
             return float(start.elapsed_time(end)) / 1e3
         t0 = time.perf_counter()
-        for _ in range(reps):
+        for _round in range(reps):
             fn()
         return time.perf_counter() - t0
 
@@ -177,7 +175,7 @@ def allreduce_sweep(torch: Any, dist: Any, device: Any, args: argparse.Namespace
         correct = bool((x == world).all().item()) if world <= 256 else True
         correct = -reduce_max(torch, dist, device, -float(correct)) >= 1.0
         x.zero_()
-        for _ in range(args.warmup):
+        for _round in range(args.warmup):
             dist.all_reduce(x)
         clock.sync()
         t0 = time.perf_counter()
@@ -188,7 +186,7 @@ def allreduce_sweep(torch: Any, dist: Any, device: Any, args: argparse.Namespace
         dist.barrier()
         clock.sync()
         t0 = time.perf_counter()
-        for _ in range(iters):
+        for _round in range(iters):
             dist.all_reduce(x)
         clock.sync()
         elapsed = reduce_max(torch, dist, device, time.perf_counter() - t0)
@@ -220,7 +218,7 @@ def pcie_under_load(torch: Any, device: Any, bdf: str | None) -> dict[str, Any] 
         return {"bdf": bdf, "error": "not in sysfs"}
     buf = torch.empty(2**28, dtype=torch.int32, device=device)
     half = buf.numel() // 2
-    for _ in range(200):  # queued: the GPU stays busy while the files are read
+    for _round in range(200):  # queued: the GPU stays busy while the files are read
         buf[half:].copy_(buf[:half])
     out: dict[str, Any] = {"bdf": bdf}
     for name in ("current_link_speed", "current_link_width", "max_link_speed", "max_link_width"):
@@ -308,12 +306,12 @@ def supervise(args: argparse.Namespace, gpn: int, port: int, result: dict[str, A
         procs.append((local, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT), log))
     deadline = time.monotonic() + args.deadline
     failed_at = None
-    while any(p.poll() is None for _, p, _ in procs):
+    while any(p.poll() is None for _rank, p, _log in procs):
         now = time.monotonic()
-        if failed_at is None and any(p.poll() not in (None, 0) for _, p, _ in procs):
+        if failed_at is None and any(p.poll() not in (None, 0) for _rank, p, _log in procs):
             failed_at = now
         if now > deadline or (failed_at is not None and now > failed_at + 15):
-            for _, p, _ in procs:
+            for _rank, p, _log in procs:
                 if p.poll() is None:
                     p.kill()
             result["errors"].append(f"stopped after {int(now - result['_t0'])}s: "

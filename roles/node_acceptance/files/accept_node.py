@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Node acceptance, health half: collect what the GPU tools, sysfs and the kernel log say, unparsed.
