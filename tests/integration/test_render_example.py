@@ -84,7 +84,7 @@ def test_plan_md(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
     assert "| h200-b02 | B-h200-bf16 | server | h200 | bf16 | low-latency | 2 | rack_h200_bf16 | 1 | **no** |" in plan
     assert "| h200-f01 | F-h200-pd | PD prefill |" in plan
     assert "| router-01 | F-h200-pd | router (pd) |" in plan
-    assert "| mi355x-e01 | E-mi355x | server | mi355x | fp8 | balanced | 1 | glm-5.3 | 0 | **no** | 0.5.13.post1 |" in plan
+    assert "| mi355x-e01 | E-mi355x | server | mi355x | fp8 | balanced | 1 | glm-5.3 | 0 | **no** | 0.5.13.post1 | 8e04be51 |" in plan
     assert "is an unverified recipe" in plan
     # rack_pd_h200 pins the seed cookbook revision: each of its hosts hears what the newest page changed
     assert ("cookbook revision 03d5035a (sglang_cookbook_revision) differs from the newest shipped revision 8e04be51 "
