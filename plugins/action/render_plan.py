@@ -43,8 +43,8 @@ class ActionModule(ActionBase):
         """Preflight on the hosts whose facts are cached (PLAN.md's Preflight column)."""
         from ansible_collections.metalserve.sglang.plugins.action.preflight import catalog_for, facts_of  # noqa: PLC0415
         hostvars = task_vars["hostvars"]
-        reports, _errors = checks.site_reports(plans, facts_of(hostvars, plans), catalog_for(hostvars), checks.Limits(),
-                                         only_with_facts=True)
+        reports, _errors = checks.site_reports(plans, facts_of(hostvars, plans), catalog_for(hostvars),
+                                               checks.Limits(), only_with_facts=True)
         return {r.host: r.as_dict() for r in reports}
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -293,6 +293,7 @@ def amd_node(gpus: int = 8, width: int = 16, uncorrectable: int = 0, xgmi_down: 
     metric = [{"gpu": i, "pcie": {"width": width if i == 0 else 16, "speed": {"value": 32, "unit": "GT/s"}},
                "ecc": {"total_correctable_count": 0, "total_uncorrectable_count": uncorrectable if i == 0 else 0,
                        "total_deferred_count": 0}} for i in range(gpus)]
+
     def link(i: int, j: int) -> dict:
         return {"gpu": j, "bdf": bdfs[j], "link_type": "SELF" if i == j else "XGMI", "num_hops": 0 if i == j else 1,
                 "link_status": "DISABLED" if (i == 0 and 0 < j <= xgmi_down) else "ENABLED"}
