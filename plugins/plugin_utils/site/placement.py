@@ -332,7 +332,7 @@ def router_policies() -> list[str]:
 
 
 def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]],
-                servers: dict[str, dict[str, Any]]) -> dict[str, Any]:
+                servers: dict[str, dict[str, Any]], errors: dict[str, list[str]] | None = None) -> dict[str, Any]:
     hv = hostvars[host]
     group = placement_value(hv, "sglang_router_workers_group")
     if not group:
@@ -354,6 +354,10 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
                           f"{', '.join(not_serving)}, which serve nothing (sglang_role is not server); a router's "
                           "group holds only servers")
     heads = [servers[w] for w in members if w in servers and servers[w]["rank"] == 0]
+    broken = [w for w in members if w not in servers and w in (errors or {})]
+    if broken:
+        raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) holds servers that cannot be "
+                          f"planned: " + "; ".join(f"{w}: {(errors or {})[w][0]}" for w in broken))
     if not heads:
         raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) has no servers")
     prefill = [p for p in heads if p["recipe"]["pd_role"] == "prefill"]
@@ -481,7 +485,7 @@ def plan_site(hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> di
     servers = {h: p for h, p in plans.items() if p["role"] == "server"}
     for host, role in roles.items():
         if role == "router":
-            attempt(host, lambda h=host: router_plan(h, hostvars, groups, servers))
+            attempt(host, lambda h=host: router_plan(h, hostvars, groups, servers, errors))
     routers = {h: p for h, p in plans.items() if p["role"] == "router"}
     for host, plan in servers.items():
         try:
