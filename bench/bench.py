@@ -7,7 +7,7 @@ and a --check run. Each run records wall time, changed tasks (from the recap) an
   tuned         this checkout with its ansible.cfg;
   nopipelining  the same with pipelining off (what pipelining alone is worth);
   defaults      this checkout with Ansible's defaults (forks 5, no pipelining, implicit gathering, no fact cache);
-  mitogen       this checkout with mitogen's linear strategy (pip install mitogen; its docker connection);
+  mitogen       this checkout with mitogen's linear strategy (pip install mitogen; its SSH connection);
   ref:<rev>     the collection as of git revision <rev> with that revision's ansible.cfg (a git worktree under
                 .cache/bench-worktrees): the role-level optimizations since <rev>, measured in the same run.
 
@@ -178,11 +178,11 @@ def render_inventory(n: int, path: Path) -> Path:
         racks[f"rack_{r:03d}"] = {"hosts": hosts}
         if len(names) >= 2:  # the first two of each rack form a BF16 TP16 instance
             racks[f"pair_{r:03d}"] = {"hosts": {h: None for h in names[:2]},
-                                      "vars": {"sglang_quant": "bf16", "sglang_nodes": 2,
+                                      "vars": {"sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
                                                "sglang_instance_group": f"pair_{r:03d}"}}
         routers[f"router-{r:03d}"] = {"ansible_host": f"10.200.{r // 250}.{r % 250}",
                                       "sglang_router_workers_group": f"rack_{r:03d}"}
-    doc = {"all": {"vars": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced",
+    doc = {"all": {"vars": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput",
                             "sglang_model_path": "/nvme/glm"},
                    "children": {"gpus": {"children": racks},
                                 "routers": {"hosts": routers, "vars": {"sglang_role": "router"}}}}}
