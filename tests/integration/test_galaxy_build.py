@@ -34,7 +34,7 @@ def test_build_install_and_render_by_fqcn(tmp_path: Path) -> None:
         names = tar.getnames()
     names = [n[2:] if n.startswith("./") else n for n in names]
     for wanted in ("MANIFEST.json", "FILES.json", "README.md", "LICENSE", "playbooks/site.yml", "playbooks/render.yml",
-                   "data/gpus.yml", "data/models/glm-5.3/cells.yml", "plugins/plugin_utils/recipe/engine.py",
+                   "data/gpus.yml", "data/models/glm-5.3/cookbook/8e04be51/cells.yml", "plugins/plugin_utils/recipe/engine.py",
                    "roles/sglang_server/meta/argument_specs.yml", "meta/runtime.yml", "changelogs/changelog.yaml",
                    "docs/recipes.md", "inventories/example/hosts.yml"):
         assert wanted in names, wanted
