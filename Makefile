@@ -13,7 +13,7 @@ PLAYBOOKS := $(wildcard playbooks/*.yml)
 
 SCENARIOS ?= $(notdir $(patsubst %/,%,$(wildcard molecule/*/)))
 
-.PHONY: demo test venv link lint yamllint ansible-lint changelog-lint docs docs-check unit integration slow syntax lab lab-infra lab-destroy bench molecule clean
+.PHONY: demo test venv link lint yamllint ansible-lint changelog-lint docs docs-check unit promtool integration slow syntax lab lab-infra lab-destroy bench molecule clean
 
 demo: venv link ## render inventories/example and print the plan
 	$(BIN)/ansible-playbook playbooks/render.yml -i inventories/example
@@ -49,8 +49,11 @@ docs: venv link ## regenerate the generated README blocks
 docs-check: venv link
 	$(BIN)/python tools/gen_docs.py --check
 
-unit: venv link
+unit: venv link promtool
 	$(BIN)/python -m pytest -q tests/unit
+
+promtool: ## promtool for the alert-rule tests (Debian's prometheus package, installed when missing)
+	bash tests/unit/promtool.sh
 
 integration: venv link lab-infra
 	$(BIN)/python -m pytest -q tests/integration

@@ -615,7 +615,7 @@ def instance_panels(plan: dict[str, Any], members: list[str], pid: int, y: int) 
 def dashboard(plans: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """A Grafana dashboard (JSON model, schemaVersion 39) with one row per serving instance; the Prometheus data
     source is the `datasource` variable, so it imports into any Grafana."""
-    heads = sorted((p for p in plans.values() if p["role"] == "server" and p["rank"] == 0), key=lambda p: p["instance"])
+    heads = sorted((p for p in plans.values() if p["role"] == "server" and p["rank"] == 0), key=lambda p: p["host"])
     panels: list[dict[str, Any]] = []
     y, pid = 0, 1
     for plan in heads:
