@@ -17,7 +17,7 @@ SCENARIOS ?= $(filter-out default,$(notdir $(patsubst %/,%,$(wildcard molecule/*
 # extensions/molecule" warning)
 export MOLECULE_GLOB := molecule/*/molecule.yml
 
-.PHONY: demo test venv link sanity units-ansible-test docs-lint lint yamllint ansible-lint changelog-lint docs docs-check unit integration slow syntax lab lab-infra lab-destroy bench molecule clean
+.PHONY: demo test venv link sanity units-ansible-test docs-lint lint yamllint ansible-lint changelog-lint docs docs-check unit promtool integration slow syntax lab lab-infra lab-destroy bench molecule clean
 
 demo: venv link ## render inventories/example and print the plan
 	$(BIN)/ansible-playbook playbooks/render.yml -i inventories/example
@@ -55,7 +55,7 @@ docs-check: venv link
 docs-lint: venv link ## antsibull-docs: every plugin's and role's documentation (the docsite's source) is valid
 	cd $(LINK) && $(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
 
-unit: venv link
+unit: venv link promtool
 	$(BIN)/python -m pytest -q tests/unit
 
 sanity: link ## ansible-test sanity on each ansible-core release we support (venvs cached in $(METALSERVE_CACHE))
@@ -63,6 +63,9 @@ sanity: link ## ansible-test sanity on each ansible-core release we support (ven
 
 units-ansible-test: link ## the unit tests under `ansible-test units` (newest ansible-core), as collections are tested
 	bash tests/sanity/run.sh units
+
+promtool: ## promtool for the alert-rule tests (Debian's prometheus package, installed when missing)
+	bash tests/unit/promtool.sh
 
 integration: venv link lab-infra
 	$(BIN)/python -m pytest -q tests/integration

@@ -52,9 +52,10 @@ class ActionModule(ActionBase):
         elsewhere = {h: m for h, m in errors.items() if h not in involved}
         warnings = [f"{h}: {w}" for h, p in sorted(plans.items()) if h in involved for w in p.get("warnings", [])]
         warnings += [f"{h} (not in this run): {m}" for h, ms in sorted(elsewhere.items()) for m in ms]
+        warnings += list((site.get("monitoring") or {}).get("warnings") or [])
         if warnings:
             result["warnings"] = warnings
-        result.update(changed=False, plans=plans, errors=errors)
+        result.update(changed=False, plans=plans, errors=errors, monitoring=site.get("monitoring") or {})
         if here:
             result["failed"] = bool(args.get("fail_on_error", True))
             result["msg"] = placement.failure_text(here, len(involved))

@@ -56,8 +56,10 @@ class ActionModule(ActionBase):
         dest = Path(str(args["dest"])).expanduser()
         template_dir = Path(str(args.get("template_dir") or TEMPLATE_DIR))
         inventory = Path(str(task_vars.get("inventory_dir") or "inventory")).name
+        site_monitoring: dict[str, Any] = {}
         if isinstance(args.get("plans"), dict):
             plans, preflight = to_plain(args["plans"]), to_plain(args.get("preflight") or {})
+            site_monitoring = to_plain(args.get("monitoring") or {})
         else:
             # plan here: one step, instead of passing a site's plans through a task argument (slow at thousands
             # of hosts); the same plan_site() the plan action runs
@@ -66,15 +68,16 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail("the inventory has no hosts: check the -i path (ansible-inventory --graph)")
             site = placement.plan_site(hostvars, groups)
             warnings = [f"{h}: {w}" for h, p in sorted(site["plans"].items()) for w in p.get("warnings", [])]
+            warnings += list((site.get("monitoring") or {}).get("warnings") or [])
             if warnings:
                 result["warnings"] = warnings
             if site["errors"]:
                 result.update(failed=True, changed=False, errors=site["errors"],
                               msg=placement.failure_text(site["errors"], len(hostvars)))
                 return result
-            plans = site["plans"]
+            plans, site_monitoring = site["plans"], site.get("monitoring") or {}
             preflight = self._preflight(plans, task_vars)
-        files = render_all(plans, inventory, template_dir, preflight)
+        files = render_all(plans, inventory, template_dir, preflight, site_monitoring)
         changed, diffs = [], []
         for rel, (content, mode) in sorted(files.items()):
             path = dest / rel

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter plan_drift: role settings a role sees that differ from those its plan was made from.
+"""Filters plan_drift (role settings a role sees that differ from those its plan was made from) and probe_files
+(a plan's files as metalserve.sglang.node_state compares them).
 
 Thin: plugins/plugin_utils/site/runtime.py holds the logic.
 """
@@ -17,8 +18,12 @@ def plan_drift(inputs: dict[str, Any], seen: list[Any]) -> list[str]:
     return runtime.drift(inputs, list(seen))
 
 
+def probe_files(files: dict[str, Any]) -> list[dict[str, Any]]:
+    return runtime.probe_files(files)
+
+
 class FilterModule:
     """metalserve.sglang site filters."""
 
     def filters(self) -> dict[str, Callable[..., Any]]:
-        return {"plan_drift": _wrap(plan_drift)}
+        return {"plan_drift": _wrap(plan_drift), "probe_files": _wrap(probe_files)}

@@ -40,10 +40,16 @@ def test_every_host_has_its_files(rendered: tuple[Path, subprocess.CompletedProc
     for host in servers:
         unit = f"sglang-{units.get(host, 'glm-5.3')}.service"
         firewall = ["metalserve-sglang-firewall.service", "sglang-firewall.nft"] if host.startswith("h200-b") else []
+        # every node's metrics ports answer only mon-01 (the `monitoring` group)
+        firewall += ["metalserve-monitoring-firewall.service", "monitoring-firewall.nft"]
         assert sorted(p.name for p in (out / host).iterdir()) == sorted(
             ["docker-run.sh", "serve.args", "serve.env", "serve.sh", unit] + firewall), host
-    assert sorted(p.name for p in (out / "router-01").iterdir()) == ["router.args", "router.sh",
-                                                                     "sglang-router.service"]
+    assert sorted(p.name for p in (out / "router-01").iterdir()) == [
+        "metalserve-monitoring-firewall.service", "monitoring-firewall.nft", "router.args", "router.sh",
+        "sglang-router.service"]
+    assert sorted(p.name for p in (out / "monitoring").iterdir()) == ["grafana-dashboard.json",
+                                                                      "metalserve.rules.yml", "prometheus.yml"]
+    assert "elements = { 10.10.9.20 }" in (out / "h200-a01" / "monitoring-firewall.nft").read_text()
     args = (out / "h200-b02" / "serve.args").read_text().splitlines()
     assert args[args.index("--node-rank") + 1] == "1"
     assert args[args.index("--dist-init-addr") + 1] == "10.10.2.11:20000"
@@ -80,7 +86,7 @@ def test_plan_md(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
     out, _proc = rendered
     plan = (out / "PLAN.md").read_text()
     rows = [line for line in plan.splitlines() if line.startswith("| ") and not line.startswith(("| Host", "| ---"))]
-    assert len(rows) == 11
+    assert len(rows) == 12  # eleven serving hosts and mon-01 (sglang_role: none)
     assert "| h200-b02 | B-h200-bf16 | server | h200 | bf16 | low-latency | 2 | rack_h200_bf16 | 1 | **no** |" in plan
     assert "| h200-f01 | F-h200-pd | PD prefill |" in plan
     assert "| router-01 | F-h200-pd | router (pd) |" in plan

@@ -38,7 +38,8 @@ CACHE = Path(os.environ.get("METALSERVE_CACHE", Path.home() / ".cache" / "metals
 IMAGE = os.environ.get("LAB_IMAGE", "metalserve-lab/debian-sshd:12")
 VENV_VOLUME = "metalserve-sglang-venv"
 # the hardware-bound stages: lab nodes have no GPU (accept: node acceptance, once site.yml has that stage)
-SKIP = "preflight,drivers,rdma,container_runtime,accept"
+# monitoring: its DCGM exporter comes from NVIDIA's repository, like the drivers; molecule/monitoring tests it
+SKIP = "preflight,drivers,rdma,container_runtime,accept,monitoring"
 LABEL = "metalserve.lab"
 
 

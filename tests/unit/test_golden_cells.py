@@ -51,8 +51,10 @@ def test_the_newest_revision_is_the_default() -> None:
 @pytest.mark.parametrize("case", CELLS, ids=cell_id)
 def test_cell_matches_upstream(case: tuple[str, dict], release: str) -> None:
     rev, cell = case
-    # uv: the release is the operator's to choose (a docker image fixes its own)
-    sel = selection_of(cell, parsers=False, sglang_version=release, install_method="uv", cookbook_revision=rev)
+    # uv: the release is the operator's to choose (a docker image fixes its own; see test_release_coherence);
+    # parsers and metrics are our knobs on top of the cell, off here to compare with the cookbook alone
+    sel = selection_of(cell, parsers=False, metrics=False, sglang_version=release, install_method="uv",
+                       cookbook_revision=rev)
     if upstream_nodes(cell["match"]["nodes"]) == 1:
         assert recipe_engine.serve_args(sel) == expected(rev, cell, release)
     else:
@@ -79,7 +81,7 @@ def test_cell_metadata(case: tuple[str, dict]) -> None:
     assert bool(unverified) is (not cell["verified"])
 
 
-def test_default_parsers_are_added_before_host_and_port() -> None:
+def test_default_parsers_and_metrics_are_added_before_host_and_port() -> None:
     args = recipe_engine.serve_args({"gpu": "h200", "quant": "fp8", "strategy": "low-latency"})
-    assert args[-8:] == ["--reasoning-parser", "glm45", "--tool-call-parser", "glm47",
+    assert args[-9:] == ["--reasoning-parser", "glm45", "--tool-call-parser", "glm47", "--enable-metrics",
                          "--host", "0.0.0.0", "--port", "30000"]

@@ -139,8 +139,10 @@ def test_plain_router_over_independent_servers() -> None:
                 "r": {"sglang_role": "router", "sglang_router_workers_group": "servers",
                       "sglang_router_policy": "cache_aware"}}
     plan = host_plan("r", hostvars, {"servers": ["a", "b"]})
+    # the Prometheus endpoint is set explicitly (sglang-router 0.3.2's --prometheus-host/--prometheus-port)
     assert plan["argv"] == ["--worker-urls", "http://a:30000", "http://10.0.0.9:31000", "--host", "0.0.0.0",
-                            "--port", "8000", "--policy", "cache_aware"]
+                            "--port", "8000", "--prometheus-host", "0.0.0.0", "--prometheus-port", "29000",
+                            "--policy", "cache_aware"]
 
 
 def test_secrets_stay_out_of_the_plan() -> None:
@@ -217,14 +219,15 @@ def test_pinned_ranks_must_be_a_permutation(ranks: tuple, message: str) -> None:
 
 def test_a_bootstrap_port_moved_by_extra_args_reaches_the_router() -> None:
     """The router reads the prefill's final command, not the default it assumes."""
-    hostvars = {"p": {**PD, "sglang_pd": {"role": "prefill"}, "sglang_extra_args": {"--disaggregation-bootstrap-port": 9100}},
+    # (9100 would collide with the node exporter of the same machine: test_monitoring.py)
+    hostvars = {"p": {**PD, "sglang_pd": {"role": "prefill"}, "sglang_extra_args": {"--disaggregation-bootstrap-port": 9200}},
                 "d": {**PD, "sglang_pd": {"role": "decode"}},
                 "r": {"sglang_role": "router", "sglang_router_workers_group": "pd"}}
     site = plan_site(hostvars, {"pd": ["p", "d"]})
     assert site["errors"] == {}
     argv = site["plans"]["r"]["argv"]
-    assert argv[argv.index("--prefill"):argv.index("--prefill") + 3] == ["--prefill", "http://p:30000", "9100"]
-    assert site["plans"]["p"]["recipe"]["listen_ports"]["--disaggregation-bootstrap-port"] == 9100
+    assert argv[argv.index("--prefill"):argv.index("--prefill") + 3] == ["--prefill", "http://p:30000", "9200"]
+    assert site["plans"]["p"]["recipe"]["listen_ports"]["--disaggregation-bootstrap-port"] == 9200
 
 
 def test_routers_use_the_address_a_server_listens_on_not_its_rendezvous_address() -> None:

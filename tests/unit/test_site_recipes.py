@@ -18,7 +18,7 @@ TINY = {
 def test_a_new_model_is_a_data_change() -> None:
     rec = recipe({"model": "tiny-moe", "gpu": "h200", "quant": "bf16", "recipes": [TINY]})
     assert rec["args"] == ["--model-path", "example-org/Tiny-MoE", "--tp-size", "2", "--mem-fraction-static", "0.7",
-                           "--host", "0.0.0.0", "--port", "30000"]
+                           "--enable-metrics", "--host", "0.0.0.0", "--port", "30000"]
     assert rec["gpus_per_node"] == 2 and rec["origin"] == "site" and rec["sglang_version"] == "0.5.23"
     assert rec["warnings"] == []
 

@@ -55,6 +55,7 @@ KNOB_ORDER: tuple[Callable[[Build], Build], ...] = (
     knobs.apply_kv_cache_fp8,
     knobs.apply_pd,
     knobs.apply_parsers,
+    knobs.apply_metrics,
 )
 MULTINODE_ANCHORS = ("--enable-dp-attention", "--dp-size", "--tp-size", "--model-path")
 SPECULATIVE_CAP = 48
@@ -486,6 +487,7 @@ def _recipe_of(b: Build) -> dict[str, Any]:
         "bootstrap_port": bootstrap_port(b),
         "listen_ports": listen_ports(b),
         "speculative": argv.get(b.args, "--speculative-algorithm"),
+        "metrics": argv.has(b.args, knobs.METRICS_FLAG),
         "warnings": list(b.warnings),
     }
 
@@ -529,11 +531,16 @@ def node_args(b: Build, node_rank: Any = 0, head_address: Any = None) -> list[st
     return argv.tokens(argv.insert_after(b.args, anchor, trio))
 
 
+#: router flags the plan owns: the scrape configuration must know where the router's metrics are
+ROUTER_METRICS_FLAGS = ("--prometheus-port", "--prometheus-host")
+
+
 def router_args(spec: Any) -> list[str]:
     """argv after `python3 -m sglang_router.launch_router`.
 
     spec: {mode: pd|plain, prefill: [url or {url, bootstrap_port}], decode: [url], workers: [url],
-           host: 0.0.0.0, port: 8000, policy: str|None, extra_args: [tokens]}
+           host: 0.0.0.0, port: 8000, metrics_port: 29000 (--prometheus-host/-port; None leaves
+           sglang-router's own default), policy: str|None, extra_args: [tokens]}
     """
     if not isinstance(spec, dict):
         raise RecipeError(f"router spec: expected a mapping, got {type(spec).__name__}")
@@ -564,7 +571,15 @@ def router_args(spec: Any) -> list[str]:
         defaults = catalog.router.get("plain_defaults", [])
     else:
         raise RecipeError(f"sglang_router_mode: {mode!r} is not one of pd, plain")
-    out += ["--host", str(spec.get("host") or "0.0.0.0"), "--port", str(port)]
+    host = str(spec.get("host") or "0.0.0.0")
+    out += ["--host", host, "--port", str(port)]
+    extra = [str(t) for t in spec.get("extra_args") or []]
+    owned = [t.split("=", 1)[0] for t in extra if t.split("=", 1)[0] in ROUTER_METRICS_FLAGS]
+    if owned:
+        raise RecipeError(f"sglang_router_extra_args: {', '.join(owned)} is set by the collection (the site's scrape "
+                          "configuration reads it); use sglang_router_metrics_port, and sglang_host for the address")
+    if spec.get("metrics_port"):
+        out += ["--prometheus-host", host, "--prometheus-port", str(spec["metrics_port"])]
     if spec.get("policy"):
         out += ["--policy", str(spec["policy"])]
-    return out + [str(t) for t in defaults] + [str(t) for t in spec.get("extra_args") or []]
+    return out + [str(t) for t in defaults] + extra

@@ -12,7 +12,7 @@ import difflib
 from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell, Model
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell, Model, flag_table
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
 
@@ -373,6 +373,28 @@ def apply_parsers(b: Build) -> Build:
         elif wanted[kind] and isinstance(value, dict):
             raise RecipeError(f"sglang_parsers.{kind}: {b.model.id} names no {kind} parser (model.parsers.{kind})")
     return b.with_(args=args)
+
+
+# --- metrics --------------------------------------------------------------------------------------
+
+METRICS_FLAG = "--enable-metrics"
+
+
+def apply_metrics(b: Build) -> Build:
+    """Default on: --enable-metrics, so the server serves Prometheus metrics on its own --port at /metrics
+    (node_rank >= 1 members serve them from SGLang's health-only server on the same port).
+
+    A release whose flag table lacks the switch is refused rather than silently left without it: the site's
+    scrape configuration expects /metrics on every server, and a server without it would show as down."""
+    if not b.sel["metrics"]:  # a bool: selection.normalize coerced it (data/variables.yml)
+        return b
+    table = flag_table(b.version)
+    if table is not None and METRICS_FLAG not in table:
+        raise RecipeError(f"sglang_metrics: SGLang {b.version} has no {METRICS_FLAG} (its flag table), so the server "
+                          "cannot serve Prometheus metrics; set sglang_metrics: false for these hosts (the site's "
+                          "scrape configuration then leaves their /metrics out and only probes /health), or render "
+                          "for a release that has it")
+    return b.with_(args=argv.put(b.args, METRICS_FLAG, None, "sglang_metrics"))
 
 
 # --- extra and removed args ------------------------------------------------------------------------

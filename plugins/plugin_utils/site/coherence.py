@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, placement
 
 Problem = tuple[str, str]
 #: argv values that differ between members by construction
@@ -113,6 +113,7 @@ def _ports_of(plan: dict[str, Any]) -> Iterator[tuple[int, str]]:
     host = plan["host"]
     if plan["role"] == "router":
         yield plan["port"], f"router port of {host} (sglang_router_port)"
+        yield plan["metrics_port"], f"router metrics port of {host} (sglang_router_metrics_port)"
         return
     rec = plan["recipe"]
     for flag, port in rec["listen_ports"].items():
@@ -132,6 +133,10 @@ def machines(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any
         for plan in here:
             for port, what in _ports_of(plan):
                 taken[port].append(what)
+        # exporters run once per machine (every inventory name of it asks for the same ones)
+        for port, what in dict.fromkeys(p for plan in here for p in monitoring.exporter_ports(plan)):
+            owner = min(plan["host"] for plan in here if (port, what) in monitoring.exporter_ports(plan))
+            taken[port].append(f"{what} of {owner}")
         clashes: dict[tuple[str, ...], list[tuple[int, list[str]]]] = defaultdict(list)
         for port, owners in sorted(taken.items()):
             if len(owners) > 1:

@@ -84,3 +84,57 @@ def unit(path: str) -> str:
         "After=nftables.service", "PartOf=nftables.service", "", "[Service]", "Type=oneshot", "RemainAfterExit=yes",
         f"ExecStart=/usr/sbin/nft -f {path}", f"ExecStop=/usr/sbin/nft delete table inet {TABLE}", "",
         "[Install]", "WantedBy=multi-user.target", ""])
+
+
+# --- monitoring: the scrape ports answer the monitoring hosts only ----------------------------------------------
+#
+# The same design as the instance table, in a table of its own that the monitoring role owns: our chain drops
+# what reaches the exporter ports (and a router's metrics port, and a multi-node member's health-only --port)
+# from anyone but the monitoring hosts, and accepts everything else, so a site without a default-drop policy
+# keeps working exactly as before. It cannot OPEN a port in a default-drop site firewall (nftables: a drop in
+# any base chain is final, our accept does not override theirs); such a site adds the ports from rendered/
+# to its own rules. A server head's --port is not guarded: clients use it, and SGLang serves /metrics there.
+
+MONITORING_TABLE = "metalserve_monitoring"
+MONITORING_UNIT = "metalserve-monitoring-firewall.service"
+MONITORING_FILE = "/etc/metalserve/monitoring-firewall.nft"
+
+
+def source_networks(sources: list[str]) -> tuple[list[str], list[str]]:
+    """IPv4 and IPv6 addresses or networks (CIDR) of the hosts allowed to scrape."""
+    v4: set[str] = set()
+    v6: set[str] = set()
+    for value in sources:
+        net = ipaddress.ip_network(str(value), strict=False)
+        text = str(net.network_address) if net.num_addresses == 1 else str(net)
+        (v4 if net.version == 4 else v6).add(text)
+    return (sorted(v4, key=lambda n: ipaddress.ip_network(n)), sorted(v6, key=lambda n: ipaddress.ip_network(n)))
+
+
+def monitoring_ruleset(host: str, ports: list[int], sources: list[str]) -> str:
+    """The nft file of one node: replaces our table atomically; the ports answer only `sources` (and loopback)."""
+    v4, v6 = source_networks(sources)
+    lines = [f"# Managed by metalserve.sglang: metrics ports of {host} answer only the monitoring hosts.",
+             "# Everything else is accepted here; the site's own tables are not touched.",
+             f"table inet {MONITORING_TABLE}", f"delete table inet {MONITORING_TABLE}", f"table inet {MONITORING_TABLE} {{"]
+    if v4:
+        lines += ["  set monitors_v4 {", "    type ipv4_addr", "    flags interval", f"    elements = {{ {', '.join(v4)} }}",
+                  "  }"]
+    if v6:
+        lines += ["  set monitors_v6 {", "    type ipv6_addr", "    flags interval", f"    elements = {{ {', '.join(v6)} }}",
+                  "  }"]
+    lines += ["  chain input {", "    type filter hook input priority -5; policy accept;", '    iifname "lo" accept',
+              f"    meta nfproto ipv4 tcp dport {_ports(ports)} " + ("ip saddr != @monitors_v4 drop" if v4 else "drop"),
+              f"    meta nfproto ipv6 tcp dport {_ports(ports)} " + ("ip6 saddr != @monitors_v6 drop" if v6 else "drop"),
+              "  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def monitoring_unit(path: str) -> str:
+    """The oneshot unit that loads the monitoring table at boot and whenever nftables reloads."""
+    return "\n".join([
+        "# Managed by metalserve.sglang; local changes are overwritten.", "[Unit]",
+        "Description=metalserve.sglang monitoring firewall (metrics ports to the monitoring hosts only)",
+        "After=nftables.service", "PartOf=nftables.service", "", "[Service]", "Type=oneshot", "RemainAfterExit=yes",
+        f"ExecStart=/usr/sbin/nft -f {path}", f"ExecStop=/usr/sbin/nft delete table inet {MONITORING_TABLE}", "",
+        "[Install]", "WantedBy=multi-user.target", ""])

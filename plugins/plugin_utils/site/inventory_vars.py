@@ -10,13 +10,15 @@ from typing import Any
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
 
 READ_ALSO = ("ansible_host", "ansible_python_interpreter")
+#: this collection's variables, and the monitoring role's (its exporters' ports enter the site's port check)
+PREFIXES = ("sglang_", "monitoring_")
 FACTS = ("metalserve_fabric", "metalserve_gpu", "default_ipv4")
 
 
 def host_vars(hostvars: Any, host: str) -> dict[str, Any]:
     """One host's variables as the plan reads them (plain data)."""
     view = hostvars[host]
-    names = [k for k in view if str(k).startswith("sglang_") or k in READ_ALSO]
+    names = [k for k in view if str(k).startswith(PREFIXES) or k in READ_ALSO]
     out = {str(k): to_plain(view[k]) for k in names}
     if "ansible_facts" in view:
         facts = view["ansible_facts"]

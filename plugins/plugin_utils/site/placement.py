@@ -341,8 +341,13 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
     if group not in groups:
         raise RecipeError(f"sglang_router_workers_group: {group!r} (on router {host}) is not an inventory group")
     port = placement_value(hv, "sglang_router_port")
-    if not 1 <= int(port) <= 65535:
-        raise RecipeError(f"sglang_router_port: {port} (router {host}) is not a TCP port (1-65535)")
+    metrics_port = placement_value(hv, "sglang_router_metrics_port")
+    for name, value in (("sglang_router_port", port), ("sglang_router_metrics_port", metrics_port)):
+        if not 1 <= int(value) <= 65535:
+            raise RecipeError(f"{name}: {value} (router {host}) is not a TCP port (1-65535)")
+    if int(metrics_port) == int(port):
+        raise RecipeError(f"sglang_router_metrics_port: {metrics_port} (router {host}) is also its serving port "
+                          "(sglang_router_port); give the Prometheus endpoint its own port (default 29000)")
     policy = placement_value(hv, "sglang_router_policy")
     if policy and policy not in router_policies():
         raise RecipeError(f"sglang_router_policy: {policy!r} (router {host}) is not a policy of sglang-router "
@@ -382,7 +387,8 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
     spec = {"mode": mode,
             "prefill": [{"url": urls[p["host"]], "bootstrap_port": p["recipe"]["bootstrap_port"]} for p in prefill],
             "decode": [urls[p["host"]] for p in decode], "workers": list(urls.values()),
-            "host": hv.get("sglang_host") or "0.0.0.0", "port": port, "policy": policy,
+            "host": hv.get("sglang_host") or "0.0.0.0", "port": port, "metrics_port": int(metrics_port),
+            "policy": policy,
             "extra_args": placement_value(hv, "sglang_router_extra_args")}
     args = recipe_engine.router_args(spec)
     instance = placement_value(hv, "sglang_instance") or "router"
@@ -413,6 +419,7 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "workers": list(urls.values()),
         "worker_hosts": [p["host"] for p in heads],
         "port": int(port),
+        "metrics_port": int(metrics_port),
         "listen_address": listen_address(host, hv),
         # what clients see through the router: the model name and parsers of the answering workers
         "served_model_name": answering["recipe"]["served_model_name"],
@@ -457,7 +464,7 @@ def plan_site(hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> di
 
     Servers first (routers and multi-node members read them), then routers, then the site-wide checks
     (site/coherence.py) over the final argv, units and ports of all hosts."""
-    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import coherence, units  # noqa: PLC0415
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import coherence, monitoring, units  # noqa: PLC0415
 
     plans: dict[str, dict[str, Any]] = {}
     errors: dict[str, list[str]] = {}
@@ -492,6 +499,7 @@ def plan_site(hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> di
             check_pd_has_router(plan, routers)
         except RecipeError as exc:
             errors.setdefault(host, []).append(str(exc))
+    monitoring.attach(plans, hostvars, groups, errors)  # exporters and their ports, before the site checks
     for host, message in coherence.site_problems(plans, hostvars, groups, errors):
         errors.setdefault(host, []).append(message)
     for host, plan in plans.items():
@@ -501,7 +509,9 @@ def plan_site(hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> di
             plan["files"] = units.node_files(plan, plans, hostvars)
         except RecipeError as exc:
             errors.setdefault(host, []).append(str(exc))
-    return {"plans": plans, "errors": {h: _unique(m) for h, m in sorted(errors.items())}}
+    site_monitoring = monitoring.site_monitoring(plans, hostvars, groups, errors)
+    return {"plans": plans, "errors": {h: _unique(m) for h, m in sorted(errors.items())},
+            "monitoring": site_monitoring}
 
 
 def _unique(messages: list[str]) -> list[str]:

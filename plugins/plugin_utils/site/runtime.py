@@ -13,6 +13,7 @@ defaults in roles/<role>/defaults/main.yml. A role variable set anywhere render.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from pathlib import Path
 from typing import Any
@@ -209,3 +210,16 @@ def fact(hv: dict[str, Any], *path: str) -> Any:
 def resolved(what: str, value: Any, source: str, known: bool) -> dict[str, Any]:
     """A value the node decides: known from gathered facts, or assumed until they are."""
     return {"what": what, "value": value, "source": source, "known": known}
+
+
+def probe_files(files: dict[str, Any]) -> list[dict[str, Any]]:
+    """A plan's files ({name: {path, content, mode, owner, group}}) as node_state compares them: by the SHA-256
+    of the content (the content itself never travels), mode and owner. Files whose content is unknown yet
+    (None) are left out."""
+    out = []
+    for name, f in files.items():
+        if f.get("content") is None:
+            continue
+        out.append({"name": name, "path": f["path"], "sha256": hashlib.sha256(f["content"].encode("utf-8")).hexdigest(),
+                    "mode": f["mode"], "owner": f.get("owner", "root"), "group": f.get("group", "root")})
+    return out

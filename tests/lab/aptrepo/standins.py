@@ -64,6 +64,77 @@ def nvidia(build: Path) -> dict[str, str]:
     return out
 
 
+# NVIDIA's DCGM exporter package (name, binary, field-list folder and unit of NVIDIA/dcgm-exporter's packaging:
+# hack/package/stage-payload.sh, packaging/config-files/systemd/nvidia-dcgm-exporter.service). The version is the
+# exporter release of the published Debian source package (dcgm-exporter 4.8.3); NVIDIA's repository is
+# unreachable here. Its binary is a small HTTP server: for every field of the -f file it serves one sample GPU's
+# value in dcgm-exporter's exposition format (README sample: DCGM_FI_DEV_SM_CLOCK{gpu="0", UUID="GPU-..."} 139).
+DCGM_EXPORTER = "4.8.3-1"
+DCGM_STANDIN = """#!/usr/bin/python3
+# STAND-IN for NVIDIA's dcgm-exporter (metalserve.sglang tests only): no GPU, no DCGM. Serves, on -a/--address
+# (default :9400), one sample GPU's value for every field of the -f/--collectors file, in dcgm-exporter's format.
+import argparse
+import http.server
+import socket
+
+SAMPLE = {"DCGM_FI_DEV_SM_CLOCK": 1980, "DCGM_FI_DEV_MEM_CLOCK": 2619, "DCGM_FI_DEV_GPU_TEMP": 34,
+          "DCGM_FI_DEV_MEMORY_TEMP": 41, "DCGM_FI_DEV_POWER_USAGE": 118.2, "DCGM_FI_DEV_FB_USED": 126000,
+          "DCGM_FI_DEV_FB_FREE": 17000, "DCGM_FI_DEV_GPU_UTIL": 97}
+parser = argparse.ArgumentParser(description="dcgm-exporter stand-in")
+parser.add_argument("-f", "--collectors", default="/etc/dcgm-exporter/default-counters.csv")
+parser.add_argument("-a", "--address", default=":9400")
+args = parser.parse_args()
+fields = []
+for line in open(args.collectors, encoding="utf-8"):
+    parts = [p.strip() for p in line.split(",")]
+    if line.strip() and not line.startswith("#") and len(parts) >= 3:
+        fields.append((parts[0], parts[1], parts[2]))
+labels = ('gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:18:00.0",'
+          'device="nvidia0",modelName="NVIDIA H200 (stand-in)",Hostname="%s"' % socket.gethostname())
+body = "".join("# HELP %s %s (stand-in)\\n# TYPE %s %s\\n%s{%s} %s\\n" % (n, h, n, k, n, labels, SAMPLE.get(n, 0))
+               for n, k, h in fields).encode()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.path.split("?")[0] == "/metrics"
+        self.send_response(200 if ok else 404)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.end_headers()
+        self.wfile.write(body if ok else b"")
+
+    def log_message(self, *a):
+        pass
+
+
+host, _, port = args.address.rpartition(":")
+http.server.ThreadingHTTPServer((host.strip("[]"), int(port)), Handler).serve_forever()
+"""
+# A few of NVIDIA's default fields, for the stand-in's own default file (the role installs its own list).
+DCGM_DEFAULTS = """# STAND-IN default field list (tests only); NVIDIA's is etc/default-counters.csv of NVIDIA/dcgm-exporter.
+DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).
+DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).
+DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered.
+"""
+
+
+def dcgm_exporter(build: Path) -> dict[str, str]:
+    files = build / "files"
+    (files / "dcgm-exporter").write_text(DCGM_STANDIN)
+    (files / "dcgm-exporter").chmod(0o755)
+    (files / "default-counters.csv").write_text(DCGM_DEFAULTS)
+    (files / "nvidia-dcgm-exporter.service").write_text(
+        "[Unit]\nDescription=NVIDIA DCGM-exporter service (stand-in, tests only)\nWants=nvidia-dcgm.service\n"
+        "After=nvidia-dcgm.service\n\n[Service]\nUser=root\n"
+        "ExecStart=/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv\nRestart=on-abort\n\n"
+        "[Install]\nWantedBy=multi-user.target\n")
+    return {f"datacenter-gpu-manager-exporter_{DCGM_EXPORTER}": ctl(
+        "datacenter-gpu-manager-exporter", DCGM_EXPORTER, "python3",
+        files=["files/dcgm-exporter /usr/bin/", "files/default-counters.csv /etc/dcgm-exporter/",
+               "files/nvidia-dcgm-exporter.service /lib/systemd/system/"],
+        description="NVIDIA's DCGM exporter (a small server of sample values)")}
+
+
 # ROCm releases in AMD's version format (<release>.<NNNNN>-<build>~22.04, the jammy suite Debian 12 uses);
 # the build numbers are this test's, not AMD's. One amdgpu-dkms, as one release's amdgpu repository has.
 ROCM = {"6.4.3": "6.4.3.60403-128~22.04", "7.0.2": "7.0.2.70002-56~22.04"}
@@ -104,7 +175,7 @@ def amd(build: Path) -> dict[str, str]:
 def main() -> int:
     build = Path(sys.argv[1])
     (build / "files").mkdir(parents=True, exist_ok=True)
-    for name, text in {**nvidia(build), **amd(build)}.items():
+    for name, text in {**nvidia(build), **dcgm_exporter(build), **amd(build)}.items():
         (build / f"{name.replace(':', '%')}.ctl").write_text(text)
     (build / "amd-layout.json").write_text(json.dumps(amd_layout(), indent=1))
     return 0
