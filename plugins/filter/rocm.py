@@ -14,8 +14,9 @@ def rocm_release(platform: dict[str, Any], distribution: str, version: str, requ
     return rp.choose(platform.get("id", "?"), platform, distribution, version, requested)
 
 
-def rocm_repositories(release: str, distribution: str, version: str, rocm_url: str = "", amdgpu_url: str = "") -> dict:
-    return rp.repositories(release, distribution, version, rocm_url, amdgpu_url)
+def rocm_repositories(release: str, distribution: str, version: str, rocm_url: str = "", amdgpu_url: str = "",
+                      graphics_url: str = "") -> dict[str, Any]:
+    return rp.repositories(release, distribution, version, rocm_url, amdgpu_url, graphics_url)
 
 
 def rocm_reboot(loaded: str, on_disk: str, changed: bool, cmdline: str, kernel_args: list[str], allow: bool,
@@ -25,12 +26,20 @@ def rocm_reboot(loaded: str, on_disk: str, changed: bool, cmdline: str, kernel_a
                      control_node=bool(control_node))
 
 
-def rocm_table(_ignored: Any = None) -> dict[str, Any]:
-    return rp.rocm_data()
+def rocm_table(release: str, fmt: str = "apt") -> dict[str, Any]:
+    """The package names of data/amd/packages.yml and the userspace pins for a release."""
+    return dict(rp.packages(), pins=rp.userspace_pins(release, fmt))
+
+
+def rocm_remove_first(installed: dict[str, Any], target: str) -> list[str]:
+    """installed: ansible_facts.packages (name -> [{version: ...}])."""
+    versions = {name: [str(e.get("version", "")) for e in entries] for name, entries in (installed or {}).items()}
+    return rp.remove_first(versions, target)
 
 
 class FilterModule:
     """metalserve.sglang ROCm filters."""
 
     def filters(self) -> dict[str, Callable[..., Any]]:
-        return {f.__name__: _wrap(f) for f in (rocm_release, rocm_repositories, rocm_reboot, rocm_table)}
+        return {f.__name__: _wrap(f) for f in (rocm_release, rocm_repositories, rocm_reboot, rocm_table,
+                                               rocm_remove_first)}

@@ -1,30 +1,24 @@
-"""NVIDIA repository URLs, package names per branch and platform, branch checks and the reboot policy."""
+"""NVIDIA driver logic beyond the conformance table: repository refusals, parsing what apt and dnf print, the reboot
+policy (against a real node's module version), and the IMEX domain (against a real node's /proc/devices)."""
 from __future__ import annotations
+
+import ipaddress
+import shutil
+import subprocess
 
 import pytest
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import imex as im
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from helpers import FIXTURES
 
 GPUS = load_catalog().gpus
-BASE = "https://developer.download.nvidia.com/compute/cuda/repos"
+REAL = FIXTURES / "nvidia" / "h200-x1-module"
 
 
-@pytest.mark.parametrize("dist,ver,arch,url,fmt", [
-    ("Ubuntu", "22.04", "x86_64", f"{BASE}/ubuntu2204/x86_64/", "apt"),
-    ("Ubuntu", "24.04", "x86_64", f"{BASE}/ubuntu2404/x86_64/", "apt"),
-    ("Ubuntu", "24.04", "aarch64", f"{BASE}/ubuntu2404/sbsa/", "apt"),
-    ("Debian", "12", "x86_64", f"{BASE}/debian12/x86_64/", "apt"),
-    ("RedHat", "9.4", "x86_64", f"{BASE}/rhel9/x86_64/", "dnf"),
-    ("Rocky", "9", "aarch64", f"{BASE}/rhel9/sbsa/", "dnf"),
-])
-def test_repository(dist: str, ver: str, arch: str, url: str, fmt: str) -> None:
-    repo = nv.repository(dist, ver, arch)
-    assert (repo["url"], repo["format"], repo["key_url"]) == (url, fmt, url + "3bf863cc.pub")
-
-
-def test_repository_mirror_and_refusals() -> None:
+def test_repository_refusals_and_mirror() -> None:
     assert nv.repository("Ubuntu", "24.04", "x86_64", "http://mirror.local/cuda/")["url"] == \
         "http://mirror.local/cuda/ubuntu2404/x86_64/"
     with pytest.raises(RecipeError, match=r"Ubuntu 20.04 has no CUDA repository we know; supported: Debian-12, "
@@ -32,68 +26,82 @@ def test_repository_mirror_and_refusals() -> None:
         nv.repository("Ubuntu", "20.04", "x86_64")
     with pytest.raises(RecipeError, match=r"CPU architecture ppc64le is not one of aarch64, x86_64"):
         nv.repository("Ubuntu", "24.04", "ppc64le")
+    with pytest.raises(RecipeError, match=r"SLES 15 has no CUDA repository we know"):
+        nv.repository("SLES", "15", "x86_64")
 
 
-@pytest.mark.parametrize("branch,fm,nscq,imex", [
-    (570, "nvidia-fabricmanager-570", "libnvidia-nscq-570", "nvidia-imex-570"),
-    (575, "nvidia-fabricmanager-575", "libnvidia-nscq-575", "nvidia-imex-575"),
-    (580, "nvidia-fabricmanager", "libnvidia-nscq", "nvidia-imex"),
-])
-def test_package_rename_at_580(branch: int, fm: str, nscq: str, imex: str) -> None:
-    hgx = nv.packages(branch, "open", GPUS["h200"], f"{branch}.1.1-1")
-    assert (hgx["driver"], hgx["fabricmanager"], hgx["nscq"]) == (f"nvidia-open-{branch}", fm, nscq)
-    assert f"{fm}={branch}.1.1-1" in hgx["install"]  # Fabric Manager pinned to exactly the driver's version
-    assert nv.packages(branch, "open", GPUS["gb300"])["imex"] == imex
+def test_apt_preferences_parse_as_apt_reads_them(tmp_path) -> None:
+    """The pin file is valid apt_preferences(5): apt-cache policy reads it without complaint."""
+    if shutil.which("apt-cache") is None:
+        pytest.skip("no apt here")
+    prefs = tmp_path / "prefs"
+    prefs.write_text(nv.repository("Ubuntu", "24.04", "x86_64")["pin"] + "\n" + nv.version_lock("580.95.05")["text"])
+    proc = subprocess.run(["apt-cache", "-o", f"Dir::Etc::preferences={prefs}", "-o",
+                           f"Dir::Etc::preferencesparts={tmp_path}/none", "policy"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and "E:" not in proc.stderr, proc.stderr
 
 
-def test_platform_extras() -> None:
-    h200, b300, gb300 = (nv.packages(580, "open", GPUS[g]) for g in ("h200", "b300", "gb300"))
-    assert (h200["nvlsm"], h200["imex"], h200["modules_load"]) == (None, None, [])
-    assert (b300["nvlsm"], b300["modules_load"]) == ("nvlsm", ["ib_umad"])
-    assert (gb300["fabricmanager"], gb300["imex"], gb300["nvlsm"]) == (None, "nvidia-imex", None)
-    pcie = nv.packages(580, "proprietary", dict(GPUS["h200"], nvswitch=False))
-    assert pcie["install"] == ["cuda-drivers-580", "nvidia-persistenced"] and pcie["fabricmanager"] is None
-    assert set(b300["holds"]) == {"nvidia-open-580", "nvidia-persistenced", "nvidia-fabricmanager", "libnvidia-nscq",
-                                  "nvlsm"}
+def test_parse_madison_and_dnf_list() -> None:
+    madison = (" nvidia-fabricmanager | 580.159.03-1ubuntu1 | https://developer.download.nvidia.com/compute/cuda/repos/"
+               "ubuntu2404/x86_64  Packages\n"
+               " nvidia-fabricmanager |  580.95.05-1 | https://developer.download.nvidia.com/compute/cuda/repos/"
+               "ubuntu2404/x86_64  Packages\n"
+               "nvidia-graphics-drivers-580 | 580.95.05-0ubuntu1 | http://archive.ubuntu.com noble/restricted Sources\n")
+    assert nv.parse_madison(madison) == {"nvidia-fabricmanager": ["580.159.03-1ubuntu1", "580.95.05-1"]}
+    dnf = ("Available Packages\n"
+           "nvidia-fabricmanager.x86_64        3:580.126.20-1         cuda-rhel9-x86_64\n"
+           "nvidia-fabricmanager.x86_64        3:580.95.05-1          cuda-rhel9-x86_64\n"
+           "libnvidia-nscq.x86_64              580.126.20-1           cuda-rhel9-x86_64\n")
+    table = nv.parse_dnf_list(dnf)
+    assert table == {"nvidia-fabricmanager": ["3:580.126.20-1", "3:580.95.05-1"], "libnvidia-nscq": ["580.126.20-1"]}
+    # dnf's "<name>-<version>" takes any release and ignores the epoch; a longer version is not a match
+    assert nv.matches("3:580.126.20-1", "580.126.20", "dnf") and not nv.matches("3:580.126.200-1", "580.126.20", "dnf")
+    assert nv.resolve(580, "", table, ["nvidia-fabricmanager", "libnvidia-nscq"], "nvidia-fabricmanager",
+                      "dnf") == "580.126.20"
 
 
-def test_flavor() -> None:
-    assert nv.flavor("auto", GPUS["b300"], "b300") == "open"
-    assert nv.flavor("proprietary", GPUS["h200"], "h200") == "proprietary"
-    with pytest.raises(RecipeError, match=r"b200 \(blackwell\) needs the open kernel modules"):
-        nv.flavor("proprietary", GPUS["b200"], "b200")
-    assert nv.dnf_module(580, "open") == "nvidia-driver:580-open" and nv.dnf_module(570, "proprietary") == \
-        "nvidia-driver:570"
-
-
-def test_check_branch() -> None:
-    have = ["580.105.08-1", "580.95.05-1", "570.172.08-1"]
-    assert nv.check_branch(580, "", have, "nvidia-open-580") == "580.105.08-1"
-    assert nv.check_branch("580", "580.95.05-1", have, "nvidia-open-580") == "580.95.05-1"
-    with pytest.raises(RecipeError, match=r"nvidia_driver_version: 580.1.1-1 is not in the repository; "
-                                          r"nvidia-open-580 has 580.105.08-1, 580.95.05-1, 570.172.08-1"):
-        nv.check_branch(580, "580.1.1-1", have, "nvidia-open-580")
-    with pytest.raises(RecipeError, match=r"the repository has no nvidia-open-575; branch 575 does not exist"):
-        nv.check_branch(575, "", [], "nvidia-open-575")
+def test_requested_version_outside_the_branch() -> None:
+    table = {"nvidia-open-580": ["580.95.05-0ubuntu1"]}
+    with pytest.raises(RecipeError, match=r"nvidia_driver_version: 575.57.08 is not in branch 580"):
+        nv.resolve(580, "575.57.08", table, ["nvidia-open-580"], "nvidia-open-580", "apt")
     with pytest.raises(RecipeError, match=r"'latest' is not a driver branch number"):
-        nv.check_branch("latest", "", have, "x")
+        nv.resolve("latest", "", table, ["nvidia-open-580"], "nvidia-open-580", "apt")
+
+
+def test_lock_set_ignores_other_versions_and_other_software() -> None:
+    installed = {"nvidia-open-580": ["580.95.05-0ubuntu1"], "libnvidia-compute-580": ["580.95.05-0ubuntu1"],
+                 "nvidia-fabricmanager": ["580.95.05-1"], "cuda-compat-13-0": ["580.95.05-0ubuntu1"],
+                 "cuda-cudart-13-0": ["13.0.96-1"], "libnvidia-container1": ["1.18.0-1"]}
+    held = nv.lock_set(["nvidia-open-580", "nvidia-fabricmanager"], installed, "580.95.05")
+    assert set(held) == {"nvidia-open-580", "nvidia-fabricmanager", "libnvidia-compute-580"}
 
 
 @pytest.mark.parametrize("kw,action", [
-    ({"installed": "580.95.05", "running": "580.95.05", "changed": True}, "none"),
-    ({"installed": "580.105.08", "running": "580.95.05", "changed": False}, "none"),
-    ({"installed": "580.105.08", "running": "580.95.05", "changed": True, "container": True}, "skip"),
-    ({"installed": "580.105.08", "running": "580.95.05", "changed": True, "control_node": True}, "refuse"),
-    ({"installed": "580.105.08", "running": None, "changed": True}, "refuse"),
-    ({"installed": "580.105.08", "running": "580.95.05", "changed": True, "allow": True}, "reboot"),
+    ({"running": "580.95.05", "changed": True}, "none"),
+    ({"running": "580.95.05", "changed": False}, "none"),
+    ({"running": None, "changed": True}, "refuse"),            # a fresh node
+    ({"running": None, "changed": False}, "refuse"),           # a run after a refused one: still pending
+    ({"running": "580.82.07", "changed": True, "container": True}, "skip"),
+    ({"running": "580.82.07", "changed": True, "control_node": True, "allow": True}, "refuse"),
+    ({"running": "580.82.07", "changed": True, "allow": True}, "reboot"),
 ])
 def test_reboot_policy(kw: dict, action: str) -> None:
-    args = {"allow": False, "container": False, "control_node": False, **kw}
-    decision = nv.reboot(**args)
+    decision = nv.reboot(**{"installed": "580.95.05", "allow": False, "container": False, "control_node": False, **kw})
     assert decision["action"] == action
+    assert decision["start_services"] == (kw["running"] == "580.95.05")
     if action == "refuse" and not kw.get("control_node"):
-        assert decision["msg"].startswith("a reboot is pending: the installed driver is 580.105.08")
+        assert decision["msg"].startswith("a reboot is pending: the installed driver is 580.95.05 and the running "
+                                          f"module is {kw['running'] or 'not loaded'}")
         assert "nvidia_driver_allow_reboot: true" in decision["msg"]
+
+
+def test_reboot_reads_a_real_nodes_module_version() -> None:
+    """/sys/module/nvidia/version of a real H200 node against the same driver installed: nothing pending."""
+    loaded = (REAL / "sys-module-nvidia-version.txt").read_text().strip()
+    assert loaded == "580.159.04"
+    assert nv.reboot(installed="580.159.04", running=loaded, changed=False, allow=False, container=False,
+                     control_node=False)["action"] == "none"
 
 
 def test_a_newer_kernel_pulled_by_the_install_needs_a_reboot() -> None:
@@ -102,9 +110,56 @@ def test_a_newer_kernel_pulled_by_the_install_needs_a_reboot() -> None:
     assert nv.newest_kernel(["vmlinuz-6.8.0-45-generic", "vmlinuz-6.8.0-51-generic", "vmlinuz-6.8.0-9-generic"]) \
         == "6.8.0-51-generic"
     pulled = nv.reboot(**base, kernels=["vmlinuz-6.8.0-45-generic", "vmlinuz-6.8.0-51-generic"])
-    assert pulled["action"] == "refuse"
+    assert pulled["action"] == "refuse" and not pulled["start_services"]
     assert "the install pulled kernel 6.8.0-51-generic while 6.8.0-45-generic runs" in pulled["msg"]
-    same = nv.reboot(**base, kernels=["vmlinuz-6.8.0-45-generic"])
-    assert same["action"] == "none"
-    unchanged = nv.reboot(**{**base, "changed": False}, kernels=["vmlinuz-6.8.0-51-generic"])
-    assert unchanged["action"] == "none"
+    assert nv.reboot(**{**base, "changed": False}, kernels=["vmlinuz-6.8.0-51-generic"])["action"] == "none"
+
+
+def test_imex_channel_major_from_a_real_node() -> None:
+    """The real H200's /proc/devices registers nvidia-caps-imex-channels (242) although no channel node exists."""
+    assert im.channel_major((REAL.parent / "h200-x1-devices" / "proc-devices.txt").read_text()) == 242
+    assert "CreateImexChannel0: 0" in (REAL / "proc-driver-params.txt").read_text()
+    assert im.channel_major("Character devices:\n195 nvidia\n\nBlock devices:\n242 nvidia-caps-imex-channels\n") is None
+
+
+HOSTVARS = {"t1": {"ansible_host": "10.1.0.11"}, "t2": {"sglang_dist_address": "10.1.0.12", "ansible_host": "t2.lab"},
+            "t3": {"ansible_host": "t3.lab", "ansible_default_ipv4": {"address": "10.1.0.13"}},
+            "t4": {"nvidia_driver_imex_address": "fd00::14", "ansible_host": "10.9.9.9"}}
+
+
+def test_nodes_config_lists_ips_in_member_order() -> None:
+    text = im.nodes_config(["t1", "t2", "t3", "t4"], HOSTVARS)
+    assert text == "10.1.0.11\n10.1.0.12\n10.1.0.13\nfd00::14\n"
+    assert all(ipaddress.ip_address(line) for line in text.split())
+
+
+def test_nodes_config_refusals() -> None:
+    with pytest.raises(RecipeError, match=r"IMEX member t5 has no IP address \(sglang_dist_address is 't5-ib'; "
+                                          r"ansible_host is 't5.lab'; no gathered default IPv4 address\).*Set "
+                                          r"nvidia_driver_imex_address on t5"):
+        im.nodes_config(["t1", "t5"], {**HOSTVARS, "t5": {"sglang_dist_address": "t5-ib", "ansible_host": "t5.lab"}})
+    with pytest.raises(RecipeError, match=r"IMEX members share address\(es\) 10.1.0.11"):
+        im.nodes_config(["t1", "t6"], {**HOSTVARS, "t6": {"ansible_host": "10.1.0.11"}})
+
+
+def test_imex_ports_follow_config_cfg() -> None:
+    assert im.ports("") == [50000, 50005]                              # NVIDIA's defaults: command service on
+    assert im.ports("# comment\nSERVER_PORT=51000\nIMEX_CMD_ENABLED=0\n") == [51000]
+    assert im.ports("IMEX_CMD_PORT=50100\n") == [50000, 50100]
+
+
+def test_imex_ruleset_is_valid_nft_and_only_guards_the_imex_ports(tmp_path) -> None:
+    text = im.ruleset(["10.1.0.11", "10.1.0.12", "fd00::14"], [50000, 50005], "rack1")
+    assert "table inet metalserve_imex\ndelete table inet metalserve_imex\ntable inet metalserve_imex {" in text
+    assert "meta nfproto ipv4 tcp dport { 50000, 50005 } ip saddr != @members_v4 drop" in text
+    assert "meta nfproto ipv6 tcp dport { 50000, 50005 } ip6 saddr != @members_v6 drop" in text
+    assert "policy accept" in text and text.count("drop") == 2
+    nft = shutil.which("nft") or "/usr/sbin/nft"
+    if not shutil.which(nft):
+        pytest.skip("nft is not installed here")
+    path = tmp_path / "imex.nft"
+    path.write_text(text)
+    proc = subprocess.run([nft, "-c", "-f", str(path)], capture_output=True, text=True, check=False)
+    if "Operation not permitted" in proc.stderr:
+        pytest.skip("nft -c needs CAP_NET_ADMIN here")
+    assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,4 @@
-"""The ROCm compatibility table: defaults per GPU, refusals with what would work, repository URLs."""
+"""ROCm logic beyond the conformance table: refusals and their messages, mirrors, the release move and the reboot."""
 from __future__ import annotations
 
 import pytest
@@ -10,39 +10,39 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors im
 GPUS = load_catalog().gpus
 
 
-@pytest.mark.parametrize("gpu,release", [("mi300x", "7.0.2"), ("mi325x", "7.0.2"), ("mi355x", "7.2.0")])
-def test_default_release_per_gpu(gpu: str, release: str) -> None:
-    assert rp.choose(gpu, GPUS[gpu], "Ubuntu", "24.04") == release
+def gpu(name: str) -> dict:
+    return dict(GPUS[name], id=name)
 
 
-def test_gfx950_needs_rocm_7() -> None:
-    with pytest.raises(RecipeError, match=r"ROCm 6.4.3 does not support mi355x \(gfx950\); on Ubuntu-24 with mi355x "
-                                          r"\(gfx950\) these work: 7.0.2, 7.2.0"):
-        rp.choose("mi355x", GPUS["mi355x"], "Ubuntu", "24.04", "6.4.3")
-    assert rp.choose("mi300x", GPUS["mi300x"], "Ubuntu", "22.04", "6.4.3") == "6.4.3"
-
-
-def test_os_and_unknown_release_refusals() -> None:
-    with pytest.raises(RecipeError, match=r"ROCm 7.2.0 does not support Debian-12; on Debian-12 with mi355x "
-                                          r"\(gfx950\) these work: 7.0.2"):
-        rp.choose("mi355x", GPUS["mi355x"], "Debian", "12")
-    with pytest.raises(RecipeError, match=r"ROCm 9.9 is not in the compatibility table \(6.4.3, 7.0.2, 7.2.0\)"):
-        rp.choose("mi300x", GPUS["mi300x"], "Ubuntu", "24.04", "9.9")
-    with pytest.raises(RecipeError, match=r"ROCm 7.0.2 does not support Debian-11"):
-        rp.choose("mi300x", GPUS["mi300x"], "Debian", "11", "7.0.2")
-
-
-def test_repositories() -> None:
-    apt = rp.repositories("7.2.0", "Ubuntu", "24.04")
-    assert (apt["rocm"], apt["amdgpu"], apt["suite"], apt["pin_priority"]) == (
-        "https://repo.radeon.com/rocm/apt/7.2.0", "https://repo.radeon.com/amdgpu/7.2.0/ubuntu", "noble", 600)
-    assert rp.repositories("7.0.2", "Debian", "12")["suite"] == "jammy"
-    rhel = rp.repositories("7.0.2", "RedHat", "9.4")
-    assert rhel["format"] == "dnf" and rhel["rocm"] == "https://repo.radeon.com/rocm/rhel9/7.0.2/main"
-    mirror = rp.repositories("7.0.2", "Ubuntu", "22.04", rocm_url="http://mirror/rocm/{version}")
-    assert mirror["rocm"] == "http://mirror/rocm/7.0.2"
+def test_refusals_name_what_works() -> None:
+    with pytest.raises(RecipeError, match=r"ROCm 6.4.3 does not support mi355x on Ubuntu-24; on Ubuntu-24 with mi355x "
+                                          r"\(gfx950\) these work: 7.0.2, 7.1.1, 7.2.0, 7.2.1, 7.2.3, 7.2.4"):
+        rp.choose("mi355x", gpu("mi355x"), "Ubuntu", "24.04", "6.4.3")
+    with pytest.raises(RecipeError, match=r"ROCm 9.9 is not in the compatibility table \(6.4.3, 6.4.4, 7.0.2"):
+        rp.choose("mi300x", gpu("mi300x"), "Ubuntu", "24.04", "9.9")
+    with pytest.raises(RecipeError, match=r"ROCm 7.2.4 does not support mi300x on Debian-11; .* these work: none"):
+        rp.choose("mi300x", gpu("mi300x"), "Debian", "11", "7.2.4")
+    with pytest.raises(RecipeError, match=r"rocm_driver_gpu: mi9000 is not in AMD's support table"):
+        rp.choose("mi9000", {"gfx": "gfx999"}, "Ubuntu", "24.04", "7.2.4")
     with pytest.raises(RecipeError, match=r"Ubuntu-20 has no ROCm repository"):
-        rp.repositories("7.0.2", "Ubuntu", "20.04")
+        rp.repositories("7.2.4", "Ubuntu", "20.04")
+
+
+def test_mirrors_take_the_folder_names() -> None:
+    repo = rp.repositories("7.2.0", "Ubuntu", "22.04", rocm_url="http://mirror/rocm/{dir}",
+                           amdgpu_url="http://mirror/amdgpu/{driver}/ubuntu", graphics_url="http://mirror/g/{version}")
+    assert (repo["rocm"], repo["amdgpu"], repo["graphics"]) == ("http://mirror/rocm/7.2", "http://mirror/amdgpu/30.30/ubuntu",
+                                                                "http://mirror/g/7.2")
+    rhel = rp.repositories("7.2.4", "Rocky", "9.6", amdgpu_url="http://mirror/amdgpu/{driver}/el/{el}")
+    assert rhel["amdgpu"] == "http://mirror/amdgpu/30.30.4/el/9.6"
+
+
+def test_nothing_to_remove_on_a_fresh_node_or_the_same_release() -> None:
+    assert rp.remove_first({}, "7.2.4") == []
+    assert rp.remove_first({"rocm-core": ["7.2.4.70204-93~22.04"]}, "7.2.4") == []
+    within_7 = rp.remove_first({"rocm-core": ["7.2.3.70203-90~22.04"],
+                                "amdgpu-dkms": ["1:6.16.13.30300300-2327507.22.04"]}, "7.2.4")
+    assert within_7 == ["rocm-core"]           # 30.30.3 -> 30.30.4: the driver upgrades in place
 
 
 BASE = {"loaded": "A1", "on_disk": "A1", "changed": False, "cmdline": "ro quiet iommu=pt", "kernel_args": ["iommu=pt"],

@@ -1,7 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""ROCm release choice and repositories for AMD Instinct nodes, from data/amd/rocm.yml. Pure."""
+"""ROCm release choice, AMD's repository layout and the release-to-release move for Instinct nodes, from
+data/amd/*.yml. Pure.
+
+choose()        the release for a GPU on an OS, checked against AMD's GPU x OS table
+repositories()  rocm, graphics (7.x) and amdgpu repositories of a release, with AMD's folder rules
+remove_first()  what must go before another release is installed (AMD's way, and the 6.4 -> 7.x epoch trap)
+reboot()        reboot, refuse, skip or nothing after amdgpu or the kernel command line changed
+"""
 from __future__ import annotations
 
 import functools
@@ -13,48 +20,108 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors im
 
 
 @functools.lru_cache(maxsize=None)
-def rocm_data() -> dict[str, Any]:
-    return read_yaml(DATA_DIR / "amd" / "rocm.yml")
+def data(name: str) -> dict[str, Any]:
+    """data/amd/<name>.yml (repository, releases, packages)."""
+    return read_yaml(DATA_DIR / "amd" / f"{name}.yml")
 
 
 def os_key(distribution: str, version: str | int) -> str:
     return f"{distribution}-{str(version).split('.', maxsplit=1)[0]}"
 
 
+def supported(release: str, gpu: str, system: str) -> bool:
+    spec = data("releases")["releases"][release]
+    return system in (data("releases")["support"][spec["support"]].get(gpu) or [])
+
+
 def choose(gpu: str, platform: dict[str, Any], distribution: str, version: str | int, requested: str = "") -> str:
-    """The ROCm release for a GPU on an OS: the requested one if the table allows it, else the GPU's default."""
-    data = rocm_data()
-    gfx, system = platform.get("gfx"), os_key(distribution, version)
-    release = requested or data["default_by_gpu"].get(gpu)
-    working = [r for r, spec in data["releases"].items() if gfx in spec["gfx"] and system in spec["os"]]
-    offer = f"on {system} with {gpu} ({gfx}) these work: {', '.join(working) or 'none'}"
+    """The ROCm release for a GPU on an OS: the requested one if AMD supports that GPU there, else the GPU's
+    default; refusals list the releases that would work."""
+    table = data("releases")
+    system = os_key(distribution, version)
+    release = requested or table["default_by_gpu"].get(gpu)
+    working = [r for r in table["releases"] if supported(r, gpu, system)]
+    none = f"none (AMD supports {gpu} on {system} with no ROCm release)"
+    offer = f"on {system} with {gpu} ({platform.get('gfx')}) these work: {', '.join(working) or none}"
     if not release:
         raise RecipeError(f"rocm_driver_version: no default ROCm release for {gpu}; {offer}")
-    spec = data["releases"].get(release)
-    if spec is None:
+    if release not in table["releases"]:
         raise RecipeError(f"rocm_driver_version: ROCm {release} is not in the compatibility table "
-                          f"({', '.join(data['releases'])}); {offer}")
-    if gfx not in spec["gfx"]:
-        raise RecipeError(f"rocm_driver_version: ROCm {release} does not support {gpu} ({gfx}); {offer}")
-    if system not in spec["os"]:
-        raise RecipeError(f"rocm_driver_version: ROCm {release} does not support {system}; {offer}")
+                          f"({', '.join(table['releases'])}); {offer}")
+    if not any(gpu in rows for rows in table["support"].values()):
+        raise RecipeError(f"rocm_driver_gpu: {gpu} is not in AMD's support table ({', '.join(table['default_by_gpu'])})")
+    if not supported(release, gpu, system):
+        raise RecipeError(f"rocm_driver_version: ROCm {release} does not support {gpu} on {system}; {offer}")
     return release
 
 
-def repositories(release: str, distribution: str, version: str | int, rocm_url: str = "",
-                 amdgpu_url: str = "") -> dict[str, Any]:
-    data = rocm_data()["repository"]
+def repositories(release: str, distribution: str, version: str | int, rocm_url: str = "", amdgpu_url: str = "",
+                 graphics_url: str = "") -> dict[str, Any]:
+    """AMD's repositories of a release for a node. apt: suite, rocm, graphics (7.x), amdgpu, pin; dnf: el9 paths
+    with the node's RHEL minor, priority. Mirrors take {dir} (or {version}), {driver} and {el}."""
+    repo = data("repository")
+    spec = data("releases")["releases"].get(release)
+    if spec is None:
+        raise RecipeError(f"rocm_driver_version: ROCm {release} is not in the compatibility table")
     system = os_key(distribution, version)
+    fields = {"dir": spec["dir"], "version": spec["dir"], "driver": spec["driver"]}
     if distribution in ("RedHat", "Rocky"):
-        return {"format": "dnf", "rocm": (rocm_url or data["rhel_rocm_url"]).format(version=release),
-                "amdgpu": (amdgpu_url or data["rhel_amdgpu_url"]).format(version=release), "key_url": data["key_url"]}
-    suite = data["suites"].get(system)
-    if suite is None:
-        raise RecipeError(f"rocm_driver: {system} has no ROCm repository; supported: {', '.join(sorted(data['suites']))}"
-                          ", RedHat-9, Rocky-9")
-    return {"format": "apt", "suite": suite, "rocm": (rocm_url or data["rocm_url"]).format(version=release),
-            "amdgpu": (amdgpu_url or data["amdgpu_url"]).format(version=release), "key_url": data["key_url"],
-            "pin_priority": data["pin_priority"]}
+        minor = ".".join(str(version).split(".")[:2])
+        if minor not in spec["el9"]:
+            raise RecipeError(f"rocm_driver: ROCm {release} publishes RHEL 9 packages for {', '.join(spec['el9'])}, not "
+                              f"{minor} (repo.radeon.com has no el/{minor} folder for it); update the node or pick "
+                              "another rocm_driver_version")
+        fields["el"] = minor
+        urls = repo["dnf"]
+        fmt: dict[str, Any] = {"format": "dnf", "priority": urls["priority"], "el": minor}
+    else:
+        suite = repo["apt"]["suites"].get(system)
+        if suite is None:
+            raise RecipeError(f"rocm_driver: {system} has no ROCm repository; supported: "
+                              f"{', '.join(sorted(repo['apt']['suites']))}, RedHat-9, Rocky-9")
+        urls = repo["apt"]
+        pin = urls["pin"]
+        fmt = {"format": "apt", "suite": suite, "components": urls["components"], "architectures": urls["architectures"],
+               "keyring": urls["keyring"], "pin_file": urls["pin_file"],
+               "pin": f"Package: {pin['package']}\nPin: {pin['pin']}\nPin-Priority: {pin['priority']}\n"}
+    return {**fmt, "release": release, "dir": spec["dir"], "driver": spec["driver"], "key_url": repo["key_url"],
+            "rocm": (rocm_url or urls["rocm"]).format(**fields),
+            "graphics": (graphics_url or urls["graphics"]).format(**fields) if spec["graphics"] else None,
+            "amdgpu": (amdgpu_url or urls["amdgpu"]).format(**fields)}
+
+
+def packages() -> dict[str, Any]:
+    return data("packages")
+
+
+def userspace_pins(release: str, fmt: str) -> list[str]:
+    pkgs = data("packages")
+    return [pkgs["userspace_pin"][fmt].format(name=name, release=release) for name in pkgs["userspace"]]
+
+
+def installed_release(installed: dict[str, list[str]]) -> str:
+    """The ROCm release installed (from rocm-core's version, 7.2.4.70204-93~24.04 -> 7.2.4), or ''."""
+    versions = installed.get("rocm-core") or []
+    return ".".join(str(versions[0]).split(":", 1)[-1].split(".")[:3]) if versions else ""
+
+
+def remove_first(installed: dict[str, list[str]], target: str) -> list[str]:
+    """What to remove before installing `target` over another release: rocm-core (it takes the ROCm userspace
+    with it; AMD removes the old release first), and, when the amdgpu driver moves to AMD's 30.x numbering, every
+    installed package of the old driver repository that carries an epoch (apt would keep a 1:6.x package over an
+    epoch-less 30.x one even at pin 600)."""
+    pkgs = data("packages")
+    current = installed_release(installed)
+    if not current or current == target:
+        return []
+    out = [p for p in pkgs["remove_on_release_change"] if p in installed]
+    releases = data("releases")["releases"]
+    old_driver = releases.get(current, {}).get("driver", current)
+    new_driver = releases[target]["driver"]
+    if int(str(old_driver).split(".")[0]) < 30 <= int(str(new_driver).split(".")[0]):
+        out += [p for p in pkgs["driver_repo_packages"]
+                if any(":" in str(v) for v in installed.get(p, []))]
+    return list(dict.fromkeys(out))
 
 
 def missing_kernel_args(cmdline: str, wanted: list[str]) -> list[str]:

@@ -1,185 +1,256 @@
-"""Write equivs control files for the STAND-IN vendor packages (tests only) into a build folder.
+"""Generate the STAND-IN vendor repositories of the tests from the tests' own vendor facts.
 
-Real package names, versions, dependencies and systemd unit names of NVIDIA's CUDA repository and
-AMD's ROCm repository; no vendor software inside: units run /bin/sleep, binaries are small scripts
-that say they are stand-ins. build-apt-repo.sh calls this, then equivs-build on every .ctl.
+Input:  tests/vendor/nvidia.yml and tests/vendor/amd.yml (what NVIDIA and AMD publish, with sources; written
+        independently of data/, so the roles can disagree with them) and the static .ctl files next to this
+        script (the NVIDIA Container Toolkit stand-ins of the flat test repository).
+Output: in the build folder given as argv[1], one folder per repository with equivs control files and the files
+        they carry, and layout.json describing each repository (path, flat or suite, Release fields, key file).
+        build-apt-repo.sh builds every package with equivs-build and writes the signed indices.
+
+Every stand-in carries the real package name, the real version strings (all the published ones the facts list, so
+a wrong pin finds nothing), the dependencies and unit names the facts give, and small scripts instead of vendor
+software. Its description says it is a stand-in built with equivs. Stand-ins replace vendor software only.
+
+What the scripts do (so the molecule scenarios can tell right from wrong):
+  kernel-module packages ship /usr/lib/nvidia-standin/boot: the tests' simulated reboot runs it, and it "loads" the
+      module on disk: /run/nvidia-standin/module-version (what /sys/module/nvidia/version says on a real node),
+      lsmod (from /etc/modules-load.d) and params (CreateImexChannel0 from /etc/modprobe.d, as /proc/driver/nvidia/params).
+  nvidia-persistenced, nv-fabricmanager, nvidia-imex refuse to start while the loaded module is not their version;
+      Fabric Manager's precheck also wants mlx5_core and ib_umad loaded when nvlsm is installed, and its start
+      script launches nvlsm itself; nvlsm refuses a second instance. nvidia-imex wants IP addresses in nodes_config.cfg.
 """
+from __future__ import annotations
+
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
+import yaml
+
+HERE = Path(__file__).resolve().parent
+VENDOR = HERE.parents[1] / "vendor"
 MAINT = "metalserve.sglang tests <tests@metalserve.invalid>"
-NVIDIA_580 = ["580.95.05-1", "580.105.08-1"]
-NVIDIA_570 = ["570.172.08-1"]
+STATE = "/run/nvidia-standin"
 
 
-def ctl(name, version, depends="", files=(), description="", provides=""):
+def ctl(name: str, version: str, vendor: str, depends: list[str] | None = None,
+        files: list[str] | None = None) -> str:
     lines = ["Section: misc", "Priority: optional", "Standards-Version: 3.9.2", f"Package: {name}",
              f"Version: {version}", f"Maintainer: {MAINT}", "Architecture: all"]
     if depends:
-        lines.append(f"Depends: {depends}")
-    if provides:
-        lines.append(f"Provides: {provides}")
+        lines.append("Depends: " + ", ".join(depends))
     if files:
         lines.append("Files: " + "\n ".join(files))
-    lines.append(f"Description: STAND-IN for {description or name} (tests only)")
-    lines.append(" Built by metalserve.sglang's tests with equivs: the real name, version and unit, no vendor software.")
+    lines.append(f"Description: STAND-IN for {vendor}'s {name} {version} (tests only)")
+    lines.append(f" Built with equivs by metalserve.sglang's tests from tests/vendor/{vendor.lower()}.yml: the real name,")
+    lines.append(" version, dependencies and unit names; small scripts instead of the vendor's software.")
     return "\n".join(lines) + "\n"
 
 
-def unit(build: Path, service: str, description: str) -> str:
-    path = build / "files" / service
-    path.write_text(f"[Unit]\nDescription={description} (stand-in, tests only)\n\n[Service]\n"
-                    "ExecStart=/bin/sleep infinity\n\n[Install]\nWantedBy=multi-user.target\n")
-    return f"files/{service} /lib/systemd/system/"
+class Repo:
+    """One stand-in repository being written: its control files and carried files."""
+
+    def __init__(self, build: Path, path: str, **layout: Any) -> None:
+        self.dir = build / ("_root" if path == "." else path.replace("/", "_"))
+        (self.dir / "files").mkdir(parents=True, exist_ok=True)
+        self.layout = {"path": path, "ctl_dir": self.dir.name, **layout}
+
+    def file(self, key: str, dest: str, text: str, mode: int = 0o644) -> str:
+        """A carried file and its equivs "Files:" entry (equivs takes the destination as a folder)."""
+        dest_path = Path(dest)
+        path = self.dir / "files" / key / dest_path.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(mode)
+        return f"files/{key}/{dest_path.name} {dest_path.parent}/"
+
+    def add(self, name: str, version: str, text: str) -> None:
+        (self.dir / f"{name}_{version.replace(':', '%')}.ctl").write_text(text)
 
 
-def tool(build: Path, name: str, version: str) -> str:
-    path = build / "files" / f"{name}-{version}"
-    path.write_text(f"#!/bin/sh\n# stand-in for NVIDIA's {name} (tests only)\necho \"{name} version {version.split('-')[0]} "
-                    "(stand-in)\"\n")
-    path.chmod(0o755)
-    return f"files/{name}-{version} /usr/bin/{name}"
+def upstream(version: str) -> str:
+    return version.split(":", 1)[-1].rsplit("-", 1)[0]
 
 
-def nvidia(build: Path) -> dict[str, str]:
-    out = {}
-    for versions, branch, renamed in ((NVIDIA_580, 580, True), (NVIDIA_570, 570, False)):
-        for v in versions:
-            sfx = "" if renamed else f"-{branch}"
-            persist = unit(build, "nvidia-persistenced.service", "NVIDIA Persistence Daemon")
-            out[f"nvidia-persistenced_{v}"] = ctl("nvidia-persistenced", v, files=[persist])
-            out[f"nvidia-open-{branch}_{v}"] = ctl(f"nvidia-open-{branch}", v, f"nvidia-persistenced (= {v})",
-                                                   description=f"NVIDIA's nvidia-open-{branch} (open kernel modules)")
-            out[f"cuda-drivers-{branch}_{v}"] = ctl(f"cuda-drivers-{branch}", v, f"nvidia-persistenced (= {v})",
-                                                    description=f"NVIDIA's cuda-drivers-{branch} (proprietary)")
-            out[f"libnvidia-nscq{sfx}_{v}"] = ctl(f"libnvidia-nscq{sfx}", v)
-            fm = [unit(build, "nvidia-fabricmanager.service", "NVIDIA fabric manager service"),
-                  tool(build, "nv-fabricmanager", v)]
-            out[f"nvidia-fabricmanager{sfx}_{v}"] = ctl(f"nvidia-fabricmanager{sfx}", v,
-                                                        f"libnvidia-nscq{sfx} (= {v})", files=fm)
-            imex = [unit(build, "nvidia-imex.service", "NVIDIA IMEX service")]
-            out[f"nvidia-imex{sfx}_{v}"] = ctl(f"nvidia-imex{sfx}", v, files=imex)
-    out["nvlsm_2025.10.2-1"] = ctl("nvlsm", "2025.10.2-1", files=[unit(build, "nvlsm.service", "NVLink Subnet Manager")])
-    return out
+def sh(body: str, what: str) -> str:
+    return f"#!/bin/sh\n# STAND-IN for {what} (tests only; built with equivs by metalserve.sglang's tests). Not vendor software.\n{body}"
 
 
-# NVIDIA's DCGM exporter package (name, binary, field-list folder and unit of NVIDIA/dcgm-exporter's packaging:
-# hack/package/stage-payload.sh, packaging/config-files/systemd/nvidia-dcgm-exporter.service). The version is the
-# exporter release of the published Debian source package (dcgm-exporter 4.8.3); NVIDIA's repository is
-# unreachable here. Its binary is a small HTTP server: for every field of the -f file it serves one sample GPU's
-# value in dcgm-exporter's exposition format (README sample: DCGM_FI_DEV_SM_CLOCK{gpu="0", UUID="GPU-..."} 139).
-DCGM_EXPORTER = "4.8.3-1"
-DCGM_STANDIN = """#!/usr/bin/python3
-# STAND-IN for NVIDIA's dcgm-exporter (metalserve.sglang tests only): no GPU, no DCGM. Serves, on -a/--address
-# (default :9400), one sample GPU's value for every field of the -f/--collectors file, in dcgm-exporter's format.
-import argparse
-import http.server
-import socket
-
-SAMPLE = {"DCGM_FI_DEV_SM_CLOCK": 1980, "DCGM_FI_DEV_MEM_CLOCK": 2619, "DCGM_FI_DEV_GPU_TEMP": 34,
-          "DCGM_FI_DEV_MEMORY_TEMP": 41, "DCGM_FI_DEV_POWER_USAGE": 118.2, "DCGM_FI_DEV_FB_USED": 126000,
-          "DCGM_FI_DEV_FB_FREE": 17000, "DCGM_FI_DEV_GPU_UTIL": 97}
-parser = argparse.ArgumentParser(description="dcgm-exporter stand-in")
-parser.add_argument("-f", "--collectors", default="/etc/dcgm-exporter/default-counters.csv")
-parser.add_argument("-a", "--address", default=":9400")
-args = parser.parse_args()
-fields = []
-for line in open(args.collectors, encoding="utf-8"):
-    parts = [p.strip() for p in line.split(",")]
-    if line.strip() and not line.startswith("#") and len(parts) >= 3:
-        fields.append((parts[0], parts[1], parts[2]))
-labels = ('gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:18:00.0",'
-          'device="nvidia0",modelName="NVIDIA H200 (stand-in)",Hostname="%s"' % socket.gethostname())
-body = "".join("# HELP %s %s (stand-in)\\n# TYPE %s %s\\n%s{%s} %s\\n" % (n, h, n, k, n, labels, SAMPLE.get(n, 0))
-               for n, k, h in fields).encode()
+def needs_loaded(version: str, message: str) -> str:
+    return (f'VERSION={version}\nloaded=$(cat {STATE}/module-version 2>/dev/null || true)\n'
+            f'if [ "$loaded" != "$VERSION" ]; then echo "{message}" >&2; exit 1; fi\n')
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        ok = self.path.split("?")[0] == "/metrics"
-        self.send_response(200 if ok else 404)
-        self.send_header("Content-Type", "text/plain; version=0.0.4")
-        self.end_headers()
-        self.wfile.write(body if ok else b"")
-
-    def log_message(self, *a):
-        pass
+def unit(repo: Repo, key: str, service: str, description: str, start: str, pre: str = "") -> str:
+    text = (f"[Unit]\nDescription={description} (STAND-IN, tests only)\n\n[Service]\nType=simple\n"
+            + (f"ExecStartPre={pre}\n" if pre else "") + f"ExecStart={start}\n\n[Install]\nWantedBy=multi-user.target\n")
+    return repo.file(key, f"/lib/systemd/system/{service}", text)
 
 
-host, _, port = args.address.rpartition(":")
-http.server.ThreadingHTTPServer((host.strip("[]"), int(port)), Handler).serve_forever()
+BOOT = sh(f"""# What a reboot does on a real node: the module on disk is loaded, modules-load.d is applied, the
+# modprobe.d options reach the module. The tests' simulated reboot runs this.
+set -eu
+state={STATE}
+rm -rf "$state"; mkdir -p "$state"
+cp /usr/lib/nvidia-standin/module-on-disk "$state/module-version"
+cat /etc/modules-load.d/*.conf /usr/lib/modules-load.d/*.conf 2>/dev/null | sed 's/#.*//' | awk 'NF {{print $1}}' \\
+  | sort -u > "$state/lsmod"
+if grep -hsE '^[[:space:]]*options[[:space:]]+nvidia[[:space:]].*NVreg_CreateImexChannel0=1' /etc/modprobe.d/*.conf \\
+  >/dev/null; then v=1; else v=0; fi
+echo "CreateImexChannel0: $v" > "$state/params"
+""", "a reboot of an NVIDIA node")
+
+
+def nvidia_files(repo: Repo, name: str, version: str, spec: dict[str, Any]) -> list[str]:
+    v = upstream(version)
+    key = f"{name}-{version.replace(':', '%')}"
+    files: list[str] = []
+    if spec.get("kernel_module"):
+        files.append(repo.file(key, "/usr/lib/nvidia-standin/module-on-disk", v + "\n"))
+        files.append(repo.file(key, "/usr/lib/nvidia-standin/boot", BOOT, 0o755))
+    if spec.get("tool") == "nvidia-smi":
+        body = (f'loaded=$(cat {STATE}/module-version 2>/dev/null || true)\n'
+                'if [ -z "$loaded" ]; then echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA '
+                'driver. Make sure that the latest NVIDIA driver is installed and running."; exit 9; fi\n'
+                'case "$*" in *driver_version*) echo "$loaded" ;; '
+                f'*) echo "NVIDIA-SMI {v}  Driver Version: $loaded  (STAND-IN)" ;; esac\n')
+        files.append(repo.file(key, "/usr/bin/nvidia-smi", sh(body, "nvidia-smi"), 0o755))
+    if spec.get("unit") == "persistenced":
+        body = needs_loaded(v, f"nvidia-persistenced failed to initialize: the loaded driver is ${{loaded:-not loaded}}, "
+                               f"this is {v}") + "exec sleep infinity\n"
+        files.append(repo.file(key, "/usr/bin/nvidia-persistenced", sh(body, "nvidia-persistenced"), 0o755))
+        files.append(unit(repo, key, "nvidia-persistenced.service", "NVIDIA Persistence Daemon",
+                          "/usr/bin/nvidia-persistenced --verbose"))
+    if spec.get("unit") == "fabricmanager":
+        start = sh(needs_loaded(v, f"fabric manager NVIDIA GPU driver interface version {v} don't match with driver "
+                                   "version ${loaded:-(none loaded)}. Please update with matching NVIDIA driver package.")
+                   + f"""nvl5=0; [ -x /opt/nvidia/nvlsm/sbin/nvlsm ] && nvl5=1
+case "$2" in
+  precheck)
+    if [ $nvl5 = 1 ]; then
+      for m in mlx5_core ib_umad; do
+        grep -qx "$m" {STATE}/lsmod 2>/dev/null || {{ echo "Kernel module \\"$m\\" has not been loaded, fabric manager cannot be started" >&2; exit 1; }}
+      done
+      echo "Detected NVL5 system"
+    else
+      echo "Detected Pre-NVL5 system"
+    fi ;;
+  start)
+    if [ $nvl5 = 1 ]; then
+      mkdir -p /var/run/nvidia-fabricmanager
+      /opt/nvidia/nvlsm/sbin/nvlsm -F /usr/share/nvidia/nvlsm/nvlsm.conf -B --pid_file /var/run/nvidia-fabricmanager/nvlsm.pid &
+    fi
+    exec /usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg ;;
+  *) echo "usage: $0 --mode precheck|start" >&2; exit 2 ;;
+esac
+""", "nvidia-fabricmanager-start.sh")
+        files.append(repo.file(key, "/usr/bin/nvidia-fabricmanager-start.sh", start, 0o755))
+        files.append(repo.file(key, "/usr/bin/nv-fabricmanager", sh("exec sleep infinity\n", "nv-fabricmanager"), 0o755))
+        files.append(repo.file(key, "/usr/share/nvidia/nvswitch/fabricmanager.cfg",
+                               "# STAND-IN fabricmanager.cfg (tests only)\n"))
+        files.append(unit(repo, key, "nvidia-fabricmanager.service", "FabricManager service",
+                          "/usr/bin/nvidia-fabricmanager-start.sh --mode start",
+                          pre="/usr/bin/nvidia-fabricmanager-start.sh --mode precheck"))
+    if spec.get("unit") == "imex":
+        body = (needs_loaded(v, f"IMEX {v} cannot run on the loaded NVIDIA driver ${{loaded:-(none loaded)}}")
+                + """cfg=""
+while [ $# -gt 0 ]; do [ "$1" = "-c" ] && cfg="$2"; shift; done
+[ -r "$cfg" ] || { echo "cannot read the IMEX config '$cfg'" >&2; exit 1; }
+nodes=$(sed -n 's/^IMEX_NODE_CONFIG_FILE=//p' "$cfg"); nodes=${nodes:-/etc/nvidia-imex/nodes_config.cfg}
+[ -s "$nodes" ] || { echo "IMEX node config $nodes is missing or empty" >&2; exit 1; }
+python3 -c 'import ipaddress, sys; [ipaddress.ip_address(l.strip()) for l in open(sys.argv[1]) if l.strip()]' "$nodes" \\
+  || { echo "$nodes must list one IP address per line" >&2; exit 1; }
+exec sleep infinity
+""")
+        files.append(repo.file(key, "/usr/bin/nvidia-imex", sh(body, "nvidia-imex"), 0o755))
+        files.append(repo.file(key, "/usr/bin/nvidia-imex-ctl", sh("echo STAND-IN\n", "nvidia-imex-ctl"), 0o755))
+        cfg = "# STAND-IN of NVIDIA's /etc/nvidia-imex/config.cfg defaults (tests only)\n" + "".join(
+            f"{k}={v2}\n" for k, v2 in FACTS_NV["imex"]["config_defaults"].items())
+        files.append(repo.file(key, "/etc/nvidia-imex/config.cfg", cfg))
+        files.append(unit(repo, key, "nvidia-imex.service", "NVIDIA IMEX service",
+                          "/usr/bin/nvidia-imex -c /etc/nvidia-imex/config.cfg"))
+    if spec.get("nvlsm"):
+        body = """pid=""
+while [ $# -gt 0 ]; do [ "$1" = "--pid_file" ] && pid="$2"; shift; done
+if [ -n "$pid" ] && [ -s "$pid" ] && kill -0 "$(cat "$pid")" 2>/dev/null; then
+  echo "Perhaps another instance of OpenSM is already running" >&2; exit 1
+fi
+[ -n "$pid" ] && echo $$ > "$pid"
+exec sleep infinity
 """
-# A few of NVIDIA's default fields, for the stand-in's own default file (the role installs its own list).
-DCGM_DEFAULTS = """# STAND-IN default field list (tests only); NVIDIA's is etc/default-counters.csv of NVIDIA/dcgm-exporter.
-DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization (in %).
-DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (in MiB).
-DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered.
-"""
+        files.append(repo.file(key, "/opt/nvidia/nvlsm/sbin/nvlsm", sh(body, "nvlsm"), 0o755))
+        files.append(repo.file(key, "/usr/share/nvidia/nvlsm/nvlsm.conf", "# STAND-IN nvlsm.conf\n"))
+    return files
 
 
-def dcgm_exporter(build: Path) -> dict[str, str]:
-    files = build / "files"
-    (files / "dcgm-exporter").write_text(DCGM_STANDIN)
-    (files / "dcgm-exporter").chmod(0o755)
-    (files / "default-counters.csv").write_text(DCGM_DEFAULTS)
-    (files / "nvidia-dcgm-exporter.service").write_text(
-        "[Unit]\nDescription=NVIDIA DCGM-exporter service (stand-in, tests only)\nWants=nvidia-dcgm.service\n"
-        "After=nvidia-dcgm.service\n\n[Service]\nUser=root\n"
-        "ExecStart=/usr/bin/dcgm-exporter -f /etc/dcgm-exporter/default-counters.csv\nRestart=on-abort\n\n"
-        "[Install]\nWantedBy=multi-user.target\n")
-    return {f"datacenter-gpu-manager-exporter_{DCGM_EXPORTER}": ctl(
-        "datacenter-gpu-manager-exporter", DCGM_EXPORTER, "python3",
-        files=["files/dcgm-exporter /usr/bin/", "files/default-counters.csv /etc/dcgm-exporter/",
-               "files/nvidia-dcgm-exporter.service /lib/systemd/system/"],
-        description="NVIDIA's DCGM exporter (a small server of sample values)")}
+def nvidia(build: Path) -> list[dict[str, Any]]:
+    layouts = []
+    repo_facts = FACTS_NV["repository"]["apt"]
+    for folder, published in FACTS_NV["published"].items():
+        if "packages" not in published or folder.startswith("rhel") or published.get("same_as"):
+            continue
+        repo = Repo(build, f"nvidia/cuda/repos/{folder}/x86_64", flat=True, key_file=repo_facts["key_file"],
+                    release={"Origin": repo_facts["origin"], "Label": repo_facts["label"], "Architecture": "x86_64",
+                             "Acquire-By-Hash": "no"})
+        for name, spec in published["packages"].items():
+            for version in spec["versions"]:
+                deps = [d.format(v=version) for d in spec.get("depends", [])]
+                repo.add(name, version, ctl(name, version, "NVIDIA", deps, nvidia_files(repo, name, version, spec)))
+        layouts.append(repo.layout)
+    for folder, archive in FACTS_NV.get("distribution_archive", {}).items():
+        repo = Repo(build, f"distribution/{folder}", flat=True, key_file=None,
+                    release={"Origin": archive["origin"], "Label": archive["label"], "Suite": archive["suite"]})
+        for name, spec in archive["packages"].items():
+            for version in spec["versions"]:
+                repo.add(name, version, ctl(name, version, archive["origin"]))
+        layouts.append(repo.layout)
+    return layouts
 
 
-# ROCm releases in AMD's version format (<release>.<NNNNN>-<build>~22.04, the jammy suite Debian 12 uses);
-# the build numbers are this test's, not AMD's. One amdgpu-dkms, as one release's amdgpu repository has.
-ROCM = {"6.4.3": "6.4.3.60403-128~22.04", "7.0.2": "7.0.2.70002-56~22.04"}
-AMD_SMI = {"6.4.3": "25.5.1.60403-128~22.04", "7.0.2": "26.0.2.70002-56~22.04"}
-AMDGPU_DKMS = {"6.4.3": "1:6.12.12.60403-2194681.22.04", "7.0.2": "1:6.14.14.30100200-2212064.22.04"}
-
-
-def amd_layout() -> dict[str, list[str]]:
-    """AMD serves one repository per release (rocm/apt/<release>, amdgpu/<release>/ubuntu), suite jammy,
-    component main; build-apt-repo.sh lays the AMD stand-ins out the same way under amd/."""
-    layout = {}
-    for release, v in ROCM.items():
-        layout[f"amd/rocm/apt/{release}"] = [f"rocm-core_{v}", f"amd-smi-lib_{AMD_SMI[release]}", f"rocm_{v}"]
-        dkms = AMDGPU_DKMS[release]
-        layout[f"amd/amdgpu/{release}/ubuntu"] = [f"amdgpu-dkms_{dkms}", f"amdgpu-dkms-firmware_{dkms}"]
-    return layout
-
-
-def amd(build: Path) -> dict[str, str]:
-    out = {}
-    for release, v in ROCM.items():
-        out[f"rocm-core_{v}"] = ctl("rocm-core", v, description=f"AMD's rocm-core {release}")
-        smi = build / "files" / f"amd-smi-{release}"
-        smi.write_text(f"#!/bin/sh\n# stand-in for AMD's amd-smi (tests only)\necho 'AMDSMI Tool: stand-in | ROCm version: {release}'\n")
-        smi.chmod(0o755)
-        smi_v = AMD_SMI[release]
-        out[f"amd-smi-lib_{smi_v}"] = ctl("amd-smi-lib", smi_v, f"rocm-core (= {v})",
-                                          files=[f"files/amd-smi-{release} /usr/bin/amd-smi"])
-        out[f"rocm_{v}"] = ctl("rocm", v, f"rocm-core (= {v}), amd-smi-lib (= {smi_v})",
-                               description=f"AMD's rocm {release} meta package")
-        dkms = AMDGPU_DKMS[release]
-        out[f"amdgpu-dkms-firmware_{dkms}"] = ctl("amdgpu-dkms-firmware", dkms)
-        out[f"amdgpu-dkms_{dkms}"] = ctl("amdgpu-dkms", dkms, f"amdgpu-dkms-firmware (= {dkms})",
-                                         description=f"AMD's amdgpu-dkms of ROCm {release} (the kernel driver as DKMS source)")
-    return out
+def amd(build: Path) -> list[dict[str, Any]]:
+    layouts = []
+    apt = FACTS_AMD["repository"]["apt"]
+    release_fields = {"Origin": "repo.radeon.com", "Label": "repo.radeon.com"}
+    for release, pkgs in FACTS_AMD["published"].items():
+        spec = FACTS_AMD["releases"][release]
+        suite = apt["suites"]["Debian-12"]
+        fields = {"dir": spec["dir"], "driver": spec["driver"]}
+        rocm = Repo(build, "amd/" + apt["rocm"].split("repo.radeon.com/", 1)[1].format(**fields), flat=False,
+                    suite=suite, release=release_fields, key_file=None)
+        driver = Repo(build, "amd/" + apt["amdgpu"].split("repo.radeon.com/", 1)[1].format(**fields), flat=False,
+                      suite=suite, release=release_fields, key_file=None)
+        core, smi, fw, dkms = pkgs["rocm-core"], pkgs["amd-smi-lib"], pkgs["amdgpu-dkms-firmware"], pkgs["amdgpu-dkms"]
+        rocm.add("rocm-core", core, ctl("rocm-core", core, "AMD"))
+        body = f"echo 'AMDSMI Tool: STAND-IN | ROCm version: {release}'\n"
+        tool = rocm.file(f"amd-smi-{release}", "/usr/bin/amd-smi", sh(body, "amd-smi"), 0o755)
+        rocm.add("amd-smi-lib", smi, ctl("amd-smi-lib", smi, "AMD", [f"rocm-core (= {core})"], [tool]))
+        rocm.add("rocm", pkgs["rocm"], ctl("rocm", pkgs["rocm"], "AMD", [f"rocm-core (= {core})", f"amd-smi-lib (= {smi})"]))
+        driver.add("amdgpu-dkms-firmware", fw, ctl("amdgpu-dkms-firmware", fw, "AMD"))
+        driver.add("amdgpu-dkms", dkms, ctl("amdgpu-dkms", dkms, "AMD", [f"amdgpu-dkms-firmware (= {fw})"]))
+        layouts += [rocm.layout, driver.layout]
+        if spec["graphics"]:   # AMD's 7.x graphics repository; the stand-in carries no package of it
+            layouts.append(Repo(build, "amd/" + apt["graphics"].split("repo.radeon.com/", 1)[1].format(**fields),
+                                flat=False, suite=suite, release=release_fields, key_file=None).layout)
+    return layouts
 
 
 def main() -> int:
     build = Path(sys.argv[1])
-    (build / "files").mkdir(parents=True, exist_ok=True)
-    for name, text in {**nvidia(build), **dcgm_exporter(build), **amd(build)}.items():
-        (build / f"{name.replace(':', '%')}.ctl").write_text(text)
-    (build / "amd-layout.json").write_text(json.dumps(amd_layout(), indent=1))
+    build.mkdir(parents=True, exist_ok=True)
+    flat = Repo(build, ".", flat=True, key_file=None, release={}, trusted=True)   # the toolkit stand-ins (static .ctl)
+    for path in sorted(HERE.glob("*.ctl")):
+        (flat.dir / path.name).write_text(path.read_text())
+    for path in sorted((HERE / "files").iterdir()):
+        (flat.dir / "files" / path.name).write_bytes(path.read_bytes())
+        (flat.dir / "files" / path.name).chmod(path.stat().st_mode)
+    layouts = [flat.layout, *nvidia(build), *amd(build)]
+    (build / "layout.json").write_text(json.dumps(layouts, indent=1))
     return 0
 
+
+FACTS_NV = yaml.safe_load((VENDOR / "nvidia.yml").read_text())
+FACTS_AMD = yaml.safe_load((VENDOR / "amd.yml").read_text())
 
 if __name__ == "__main__":
     sys.exit(main())
