@@ -55,6 +55,17 @@ def recap(out: str) -> dict[str, str]:
     return {h: line for h, line in re.findall(r"^(\S+)\s+: (ok=.*)$", out, re.M) if h != "localhost"}
 
 
+def changed_tasks(out: str) -> list[str]:
+    """'TASK name: host' for every task that reported a change (for the failure message)."""
+    found, task = [], ""
+    for line in out.splitlines():
+        if line.startswith("TASK ["):
+            task = line[6:].split("]", 1)[0]
+        elif line.startswith("changed: ["):
+            found.append(f"{task}: {line[10:].split(']', 1)[0]}")
+    return found
+
+
 def docker(*args: str) -> str:
     return subprocess.run(["docker", *args], capture_output=True, text=True, check=False).stdout
 
@@ -66,7 +77,7 @@ def test_converges_then_changes_nothing(site: dict) -> None:
     assert len(recap(second.stdout)) == 6
     for name, proc in (("second", second), ("check", check)):
         for host, line in recap(proc.stdout).items():
-            assert "changed=0" in line and "failed=0" in line, f"{name} {host}: {line}"
+            assert "changed=0" in line and "failed=0" in line, f"{name} {host}: {line}; {changed_tasks(proc.stdout)}"
 
 
 def test_router_serves_and_workers_are_enabled(site: dict) -> None:
