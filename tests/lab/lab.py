@@ -36,7 +36,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("METALSERVE_CACHE", Path.home() / ".cache" / "metalserve-sglang"))
 IMAGE = os.environ.get("LAB_IMAGE", "metalserve-lab/debian-sshd:12")
-VENV_VOLUME = "metalserve-sglang-venv"
+# shared by the lab's nodes: the release venvs only (each node keeps its own /opt/sglang/current, which points at
+# the release that node runs; nodes of two releases share the volume)
+VENV_VOLUME = "metalserve-sglang-venvs"
 # the hardware-bound stages: lab nodes have no GPU (accept: node acceptance, once site.yml has that stage)
 # monitoring: its DCGM exporter comes from NVIDIA's repository, like the drivers; molecule/monitoring tests it
 SKIP = "preflight,drivers,rdma,container_runtime,accept,monitoring"
@@ -67,7 +69,7 @@ def start_container(name: str, host: str, network: str, checkpoint: Path, docker
         "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined",
         "--security-opt", "apparmor=unconfined", "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
         "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "-v", f"{CACHE / 'uv'}:/var/cache/sglang-uv",
-        "-v", f"{VENV_VOLUME}:/opt/sglang", "-v", f"{checkpoint}:/mnt/shared/tiny-org/Tiny:ro",
+        "-v", f"{VENV_VOLUME}:/opt/sglang/venvs", "-v", f"{checkpoint}:/mnt/shared/tiny-org/Tiny:ro",
         "--stop-signal", "SIGRTMIN+3", IMAGE, "/lib/systemd/systemd"])
 
 
