@@ -8,10 +8,12 @@ import configparser
 from typing import Any
 
 import pytest
+import yaml
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import units as su
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 FAMILIES = {
     "h200-fp8": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"},
@@ -197,3 +199,14 @@ def test_docker_servers_get_the_token_as_a_mounted_file_not_in_their_environment
     assert "HF_TOKEN_PATH=/run/secrets/hf_token" in plan["files"]["env"]["content"]
     uv = one({**FAMILIES["h200-fp8"], "sglang_hf_token": "hf_x", "sglang_install_method": "uv"})
     assert not [a for a in su.server_argv(uv) if "hf_token" in a]
+
+
+def test_gb300_containers_get_the_imex_channel_the_vendor_names_and_others_do_not() -> None:
+    """The device path comes from the tests' vendor facts (NVIDIA's IMEX guide), not from data/."""
+    channel = yaml.safe_load((ROOT / "tests" / "vendor" / "nvidia.yml").read_text())["imex"]["channel_device"]
+    gb = one({**FAMILIES["gb300-fp8"], "sglang_install_method": "docker"})
+    argv = su.docker_run(gb)
+    assert argv[argv.index("--device") + 1] == channel
+    h = one({**FAMILIES["h200-fp8"], "sglang_install_method": "docker"})
+    assert channel not in su.docker_run(h)
+    assert channel in gb["files"]["unit"]["content"]
