@@ -78,10 +78,13 @@ def test_nvlsm_runs_inside_fabric_manager_and_has_no_unit(host) -> None:
     conf = host.file("/etc/modules-load.d/metalserve-nvlink5.conf").content_string.split()
     assert {"mlx5_core", "ib_umad"} <= set(conf)
     assert {"mlx5_core", "ib_umad"} <= set(host.file("/run/nvidia-standin/lsmod").content_string.split())
-    cgroup = host.run("systemctl show -p ControlGroup --value nvidia-fabricmanager").stdout.strip()
-    procs = host.file(f"/sys/fs/cgroup{cgroup}/cgroup.procs").content_string.split()
-    cmdlines = [host.file(f"/proc/{pid}/cmdline").content_string.replace("\0", " ") for pid in procs]
-    assert any("/opt/nvidia/nvlsm/sbin/nvlsm" in c for c in cmdlines), cmdlines
+    # the processes of Fabric Manager's unit, as systemd lists them (the cgroup path systemd reports is the host's
+    # view, so /proc of each process says which unit it belongs to)
+    assert host.service("nvidia-fabricmanager").is_running
+    pids = host.run("pgrep -f '/opt/nvidia/nvlsm/sbin/nvls[m] '").stdout.split()  # [m]: not the shell running pgrep
+    assert pids, "nvlsm is not running"
+    for pid in pids:
+        assert "nvidia-fabricmanager.service" in host.file(f"/proc/{pid}/cgroup").content_string
 
 
 def test_cuda_repository_as_nvidia_writes_it(host) -> None:
