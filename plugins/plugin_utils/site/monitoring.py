@@ -349,8 +349,9 @@ def serving_rules(minutes: int) -> list[dict[str, Any]]:
                "one token there) or its /metrics scrape for " + f"{minutes} minutes. "
                "journalctl -u sglang-{{ $labels.sglang_instance }} on the node tells why."),
         _alert("SGLangInstanceMemberDown",
-               failing.format(by=by, health=_sel(JOB_HEALTH, rank="!=\"0\""),
-                              metrics=_sel(JOB_SGLANG, rank="!=\"0\"")),
+               # a server of rank 1 and up: `rank!="0"` alone would match the router (it has no rank label)
+               failing.format(by=by, health=_sel(JOB_HEALTH, role="server", rank='=~"[1-9][0-9]*"'),
+                              metrics=_sel(JOB_SGLANG, role="server", rank='=~"[1-9][0-9]*"')),
                minutes, "critical",
                "member {{ $labels.instance }} (rank {{ $labels.rank }}) of {{ $labels.sglang_instance }} is down",
                "Rank {{ $labels.rank }} of the multi-node instance {{ $labels.sglang_instance }} (head "
@@ -376,12 +377,15 @@ def gpu_rules() -> list[dict[str, Any]]:
     table = xid_table()
     dcgm = _sel(JOB_DCGM)
     rules = []
+    # DCGM_FI_DEV_XID_ERRORS holds the last Xid until the exporter restarts (it never goes back to 0): the rules
+    # fire while a new Xid event arrived in the last 10 minutes, and clear after
+    new_xid = f"and changes(DCGM_FI_DEV_XID_ERRORS{dcgm}[10m]) > 0"
     for code, entry in sorted(table["refuse"].items()):
-        rules.append(_alert("GPUXidError", f"DCGM_FI_DEV_XID_ERRORS{dcgm} == {int(code)}", 0, "critical",
+        rules.append(_alert("GPUXidError", f"(DCGM_FI_DEV_XID_ERRORS{dcgm} == {int(code)})\n{new_xid}", 0, "critical",
                             f"Xid {code} ({entry['name']}) on GPU {{{{ $labels.gpu }}}} of {{{{ $labels.instance }}}}",
                             f"{entry['check']} (data/xid.yml; NVIDIA's Xid catalog).", xid=str(code)))
     refuse = " or ".join(f"DCGM_FI_DEV_XID_ERRORS{dcgm} == {int(c)}" for c in sorted(table["refuse"]))
-    rules.append(_alert("GPUXidError", f"(DCGM_FI_DEV_XID_ERRORS{dcgm} > 0)\nunless ({refuse})", 0, "warning",
+    rules.append(_alert("GPUXidError", f"(DCGM_FI_DEV_XID_ERRORS{dcgm} > 0)\nunless ({refuse})\n{new_xid}", 0, "warning",
                         "Xid {{ $value }} on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
                         "The last Xid event of this GPU; most of these are raised by an application (data/xid.yml "
                         "warn list). Look at the kernel log (dmesg | grep Xid)."))
@@ -396,7 +400,8 @@ def gpu_rules() -> list[dict[str, Any]]:
         "{{ $labels.instance }}: drain the node and reset the GPU; repeated, service it."))
     rules.append(_alert(
         "NVLinkDown",
-        f"increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL{dcgm}[5m]) > 0\nor DCGM_FI_DEV_XID_ERRORS{dcgm} == 74",
+        f"increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL{dcgm}[5m]) > 0\n"
+        f"or (DCGM_FI_DEV_XID_ERRORS{dcgm} == 74 and changes(DCGM_FI_DEV_XID_ERRORS{dcgm}[10m]) > 0)",
         0, "critical", "NVLink went down on GPU {{ $labels.gpu }} of {{ $labels.instance }}",
         "An NVLink recovery (the link dropped and retrained) or Xid 74: nvidia-smi nvlink -s / -e on the node; "
         "NCCL all-reduce over NVLink stalls or slows while it happens."))
