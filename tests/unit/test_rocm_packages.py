@@ -42,7 +42,8 @@ def test_nothing_to_remove_on_a_fresh_node_or_the_same_release() -> None:
     assert rp.remove_first({"rocm-core": ["7.2.4.70204-93~22.04"]}, "7.2.4") == []
     within_7 = rp.remove_first({"rocm-core": ["7.2.3.70203-90~22.04"],
                                 "amdgpu-dkms": ["1:6.16.13.30300300-2327507.22.04"]}, "7.2.4")
-    assert within_7 == ["rocm-core"]           # 30.30.3 -> 30.30.4: the driver upgrades in place
+    # 30.30.3 -> 30.30.4: another amdgpu folder; the old DKMS driver goes too (state present would keep it)
+    assert within_7 == ["rocm-core", "amdgpu-dkms"]
 
 
 BASE = {"loaded": "A1", "on_disk": "A1", "changed": False, "cmdline": "ro quiet iommu=pt", "kernel_args": ["iommu=pt"],

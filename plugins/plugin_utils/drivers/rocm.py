@@ -107,9 +107,9 @@ def installed_release(installed: dict[str, list[str]]) -> str:
 
 def remove_first(installed: dict[str, list[str]], target: str) -> list[str]:
     """What to remove before installing `target` over another release: rocm-core (it takes the ROCm userspace
-    with it; AMD removes the old release first), and, when the amdgpu driver moves to AMD's 30.x numbering, every
-    installed package of the old driver repository that carries an epoch (apt would keep a 1:6.x package over an
-    epoch-less 30.x one even at pin 600)."""
+    with it; AMD removes the old release first), and, when the amdgpu driver folder changes (6.4.x -> 30.x, or
+    30.30.3 -> 30.30.4), every installed package of the old driver repository (apt keeps an installed package
+    under state present, and would keep a 1:6.x one over an epoch-less 30.x one even at pin 600)."""
     pkgs = data("packages")
     current = installed_release(installed)
     if not current or current == target:
@@ -118,9 +118,10 @@ def remove_first(installed: dict[str, list[str]], target: str) -> list[str]:
     releases = data("releases")["releases"]
     old_driver = releases.get(current, {}).get("driver", current)
     new_driver = releases[target]["driver"]
-    if int(str(old_driver).split(".")[0]) < 30 <= int(str(new_driver).split(".")[0]):
-        out += [p for p in pkgs["driver_repo_packages"]
-                if any(":" in str(v) for v in installed.get(p, []))]
+    if str(old_driver) != str(new_driver):
+        # another amdgpu folder: the old driver's packages out too, as AMD's amdgpu-install --uninstall does; the
+        # install that follows (state present) would otherwise keep the old DKMS module and hold it again
+        out += [p for p in pkgs["driver_repo_packages"] if p in installed]
     return list(dict.fromkeys(out))
 
 
