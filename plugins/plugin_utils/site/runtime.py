@@ -60,7 +60,8 @@ def role_spec_options(role: str) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=None)
 def secret_options() -> frozenset[str]:
-    """Role settings whose meta/argument_specs.yml marks them no_log: a plan holds their digest, never the value."""
+    """Role settings whose meta/argument_specs.yml marks them no_log: never part of a plan (no file a plan writes
+    depends on them: the environment files carry placeholders the serving roles fill on the node)."""
     out = set()
     for role in sorted({*ROLE_PREFIXES.values()}):
         path = ROOT / "roles" / role / "meta" / "argument_specs.yml"
@@ -68,11 +69,6 @@ def secret_options() -> frozenset[str]:
         options = spec.get("argument_specs", {}).get("main", {}).get("options") or {}
         out.update(name for name, opt in options.items() if (opt or {}).get("no_log"))
     return frozenset(out)
-
-
-def digest(value: Any) -> str:
-    """What a plan keeps of a secret setting: its SHA-256 (of the empty string when unset)."""
-    return "sha256:" + hashlib.sha256(str(value or "").encode("utf-8")).hexdigest()
 
 
 def _coerce(name: str, value: Any, default: Any) -> Any:
@@ -196,7 +192,7 @@ def inputs(hv: dict[str, Any], roles: tuple[str, ...]) -> dict[str, Any]:
     for role in roles:
         out.update(settings(hv, role))
     secret = secret_options()
-    return {k: digest(v) if k in secret else v for k, v in sorted(out.items())}
+    return {k: v for k, v in sorted(out.items()) if k not in secret}
 
 
 def drift(planned: dict[str, Any], seen: list[Any]) -> list[str]:
@@ -204,11 +200,6 @@ def drift(planned: dict[str, Any], seen: list[Any]) -> list[str]:
     out = []
     for (name, value), given in zip(planned.items(), seen):
         if given is None:  # not visible here (another role's setting)
-            continue
-        if name in secret_options():  # compared by digest; neither value is ever printed
-            if digest(given) != value:
-                out.append(f"{name}: this play gives another value than the inventory, which the plan and render.yml "
-                           f"read; set {name} in group_vars, host_vars or with -e, not in a play's vars")
             continue
         try:
             same = _coerce(name, given, value) == value
