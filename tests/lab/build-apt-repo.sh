@@ -26,6 +26,7 @@ build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 "$PY" "$HERE/aptrepo/standins.py" "$build"
 # equivs-build every control file, two at a time
+# shellcheck disable=SC2016  # the single-quoted script is sh -c's, expanded there
 find "$build" -name '*.ctl' -print0 | xargs -0 -P 2 -I{} sh -c \
   'cd "$(dirname "$1")" && equivs-build "$(basename "$1")" >"$1.log" 2>&1 || { cat "$1.log"; exit 255; }' _ {}
 

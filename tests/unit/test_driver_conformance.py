@@ -119,8 +119,8 @@ def test_nvidia_packages_pins_and_refusals(kind: str, folder: str, flavor: str) 
     assert not any(u.endswith(".service") and "nvlsm" in u for u in got["units"])     # no nvlsm unit: FM starts nvlsm
     if distribution == "RedHat":
         assert got["dnf_module"] == NV["driver"]["rhel"][flavor]["stream"].format(branch=BRANCH)
-        assert nv.pins(pinned, "580.126.20", "dnf") == [NV["pin"]["dnf"].format(name=n, version="580.126.20")
-                                                       for n in pinned]
+        want = [NV["pin"]["dnf"].format(name=n, version="580.126.20") for n in pinned]
+        assert nv.pins(pinned, "580.126.20", "dnf") == want
         return
     pub = published(folder)
     for release in NV["releases"]:
@@ -304,4 +304,3 @@ def test_rocm_userspace_pins_select_the_release_build() -> None:
             assert fnmatch.fnmatchcase(pkgs[name], pattern)
             assert not any(fnmatch.fnmatchcase(other[name], pattern)
                            for r, other in AMD["published"].items() if r != release)
-

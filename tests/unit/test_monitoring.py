@@ -148,8 +148,8 @@ def test_every_server_head_and_member_router_and_exporter_is_a_target() -> None:
     assert member == {"instance": "b2", "role": "server", "rack": "B", "sglang_instance": "pair", "head": "b1",
                       "model": "glm-5.3", "gpu_model": "h200", "quant": "bf16", "strategy": "balanced", "rank": "1"}
     assert targets(j["metalserve-node"])["10.0.0.20:9100"] == {"instance": "mon", "role": "none"}
-    assert targets(j["metalserve-sglang-router"])["10.0.0.9:29000"] == {"instance": "r1", "role": "router",
-                                                                       "rack": "A", "sglang_instance": "router"}
+    router = {"instance": "r1", "role": "router", "rack": "A", "sglang_instance": "router"}
+    assert targets(j["metalserve-sglang-router"])["10.0.0.9:29000"] == router
 
 
 def test_health_is_probed_through_the_local_blackbox_exporter() -> None:
@@ -230,8 +230,8 @@ def test_a_bad_allowed_source_is_refused() -> None:
 
 
 def test_source_networks_split_by_family() -> None:
-    assert firewall.source_networks(["10.0.0.1", "10.0.0.0/24", "fd00::/64"]) == (["10.0.0.0/24", "10.0.0.1"],
-                                                                                   ["fd00::/64"])
+    want = (["10.0.0.0/24", "10.0.0.1"], ["fd00::/64"])
+    assert firewall.source_networks(["10.0.0.1", "10.0.0.0/24", "fd00::/64"]) == want
 
 
 # --- the node's files ------------------------------------------------------------------------------------------
@@ -267,8 +267,8 @@ def exposed_names() -> set[str]:
         # prometheus_client's exposition: a Counter keeps its _total name, a Histogram adds _bucket/_sum/_count
         names |= {name} | ({f"{name}_bucket", f"{name}_sum", f"{name}_count"} if kind == "Histogram" else set())
     for fixture in ("sglang-router-0.3.2.metrics", "node-exporter-1.5.0.metrics"):
-        names |= {m.group(1) for m in re.finditer(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )",
-                                                    (MON / fixture).read_text(), re.M)}
+        text = (MON / fixture).read_text()
+        names |= {m.group(1) for m in re.finditer(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )", text, re.M)}
     counters = (ROOT / "roles" / "monitoring" / "files" / "metalserve-counters.csv").read_text()
     names |= {line.split(",")[0] for line in counters.splitlines() if line and not line.startswith("#")}
     names |= {line.strip().lower() for line in (MON / "amd-device-metrics-exporter.fields").read_text().splitlines()
@@ -390,8 +390,8 @@ def test_every_alert_has_a_firing_and_a_quiet_test() -> None:
     ("monitoring_not_serving_minutes", 5, "serving.test.yml"),
     ("monitoring_weights_free_percent", 3, "hardware.test.yml"),
 ])
-def test_settings_reach_the_rules_and_the_tests_notice(setting: str, value: int, test_file: str,
-                                                        tmp_path: Path) -> None:
+def test_settings_reach_the_rules_and_the_tests_notice(
+        setting: str, value: int, test_file: str, tmp_path: Path) -> None:
     """The promtool tests can fail: with another threshold the same series no longer fire where they expect."""
     hv = copy.deepcopy(hostvars())
     hv["mon"][setting] = value

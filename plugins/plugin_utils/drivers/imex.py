@@ -113,4 +113,3 @@ def channel_major(proc_devices: str) -> int | None:
         if m and m.group(2) == name:
             return int(m.group(1))
     return None
-

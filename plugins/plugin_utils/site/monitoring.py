@@ -301,8 +301,8 @@ def prometheus_config(jobs: list[dict[str, Any]], s: dict[str, Any]) -> str:
                                       "evaluation_interval": interval},
                            "rule_files": [RULES_FILE]}
     if s["monitoring_alertmanagers"]:
-        doc["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [str(a) for a in
-                                                                               s["monitoring_alertmanagers"]]}]}]}
+        targets = [str(a) for a in s["monitoring_alertmanagers"]]
+        doc["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": targets}]}]}
     doc["scrape_configs"] = jobs
     return f"# {HEADER}\n" + dump(doc)
 
