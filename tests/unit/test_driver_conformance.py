@@ -20,7 +20,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import n
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import rocm as rp
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 NV = yaml.safe_load((ROOT / "tests" / "vendor" / "nvidia.yml").read_text())
 AMD = yaml.safe_load((ROOT / "tests" / "vendor" / "amd.yml").read_text())

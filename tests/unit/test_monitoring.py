@@ -20,7 +20,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import kn
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, monitoring, render
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import plan_site
-from helpers import FIXTURES, ROOT
+from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, ROOT
 from monitoring_site import groups, hostvars, site
 
 PROMTOOL_TESTS = sorted((Path(__file__).parent / "promtool").glob("*.test.yml"))

@@ -12,7 +12,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import i
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from helpers import FIXTURES
+from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES
 
 GPUS = load_catalog().gpus
 REAL = FIXTURES / "nvidia" / "h200-x1-module"
