@@ -10,7 +10,6 @@ from __future__ import annotations
 import fnmatch
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,7 +106,7 @@ def test_nvidia_repository(kind: str, folder: str) -> None:
 @pytest.mark.parametrize("flavor", ["open", "proprietary"])
 def test_nvidia_packages_pins_and_refusals(kind: str, folder: str, flavor: str) -> None:
     facts = NV["platforms"][kind]
-    distribution, _ = OSES[folder]
+    distribution = OSES[folder][0]
     if flavor == "proprietary" and facts["open_required"]:
         with pytest.raises(RecipeError, match="needs the open kernel modules"):
             nv.flavor("proprietary", platform(kind), facts["gpu"])
@@ -135,7 +134,7 @@ def test_nvidia_packages_pins_and_refusals(kind: str, folder: str, flavor: str) 
 @pytest.mark.parametrize("kind,folder", [c for c in CASES if c[1] != "rhel9"])
 def test_nvidia_resolve_against_the_published_repository(kind: str, folder: str) -> None:
     facts = NV["platforms"][kind]
-    distribution, _ = OSES[folder]
+    distribution = OSES[folder][0]
     got = nv.node_packages(platform(kind), BRANCH, "open", distribution, facts["arch"])
     pub = published(folder)
     text = madison(pub, f"https://developer.download.nvidia.com/compute/cuda/repos/{folder}/x86_64")

@@ -108,7 +108,7 @@ def source_networks(sources: list[str]) -> tuple[list[str], list[str]]:
         net = ipaddress.ip_network(str(value), strict=False)
         text = str(net.network_address) if net.num_addresses == 1 else str(net)
         (v4 if net.version == 4 else v6).add(text)
-    return (sorted(v4, key=lambda n: ipaddress.ip_network(n)), sorted(v6, key=lambda n: ipaddress.ip_network(n)))
+    return (sorted(v4, key=ipaddress.ip_network), sorted(v6, key=ipaddress.ip_network))
 
 
 def monitoring_ruleset(host: str, ports: list[int], sources: list[str]) -> str:
