@@ -17,10 +17,9 @@ ALL_SCENARIOS := $(filter-out default,$(notdir $(patsubst %/,%,$(wildcard molecu
 # password in model_weights, the operations playbooks in operate), node acceptance and ROCm's driver. CI stops at
 # 90 minutes on a 2-core machine; the longer scenarios run with `make molecule-all` (before a release, and for
 # changes to their roles): nvidia_driver (five platforms, fresh node, reboot, upgrade: ~16 min), monitoring,
-# preflight's refusal matrix, sglang_install_uv and sglang_install_docker (the lab's site in `make integration`
-# installs uv and docker nodes as well).
-CI_SCENARIOS := rdma container_runtime rocm_driver model_weights sglang_server sglang_router sglang_router_docker \
-  operate node_acceptance
+# preflight's refusal matrix, sglang_install_uv, sglang_install_docker and sglang_router_docker (the lab's site in
+# `make integration` installs uv and docker nodes and writes a docker-mode router as well).
+CI_SCENARIOS := rdma container_runtime rocm_driver model_weights sglang_server sglang_router operate node_acceptance
 SCENARIOS ?= $(CI_SCENARIOS)
 # Scenarios stay in molecule/ at the top level; naming the glob tells molecule so (no "should migrate to
 # extensions/molecule" warning)
