@@ -101,8 +101,9 @@ def runs() -> dict[str, Any]:
             head = "10.0.0.1" if nodes > 1 else None
             key = f"{cell_id((rev, cell))}#{rank}"
             batch[f"default:{key}"] = recipe_engine.serve_args(selection_of(cell, cookbook_revision=rev), rank, head)
-            batch[f"plain:{key}"] = recipe_engine.serve_args(selection_of(cell, cookbook_revision=rev, parsers=False),
-                                                             rank, head)
+            # parsers and metrics are our knobs on top of the cell: off, to compare with the cookbook alone
+            plain = selection_of(cell, cookbook_revision=rev, parsers=False, metrics=False)
+            batch[f"plain:{key}"] = recipe_engine.serve_args(plain, rank, head)
             theirs = upstream_tokens(cell, DOCS[rev], rank, "10.0.0.1")
             batch[f"upstream:{key}"] = [UPSTREAM_FOR_0523.get(t, t) for t in theirs] if release == PINNED else theirs
     missing = sorted(r for r in by_release if not parser_python(r))
@@ -129,7 +130,7 @@ def parsed() -> dict[str, Any]:
             head = "10.0.0.1" if nodes > 1 else None
             # AMD cells default to their image's 0.5.13.post1; here we ask for 0.5.23 (a uv install)
             uv = {"sglang_version": "0.5.23", "install_method": "uv", "cookbook_revision": rev}
-            ours_plain = recipe_engine.serve_args(selection_of(cell, parsers=False, **uv), rank, head)
+            ours_plain = recipe_engine.serve_args(selection_of(cell, parsers=False, metrics=False, **uv), rank, head)
             ours_default = recipe_engine.serve_args(selection_of(cell, **uv), rank, head)
             theirs = [UPSTREAM_FOR_0523.get(t, t) for t in upstream_tokens(cell, DOCS[rev], rank, "10.0.0.1")]
             key = f"{cell_id((rev, cell))}#{rank}"
