@@ -194,8 +194,10 @@ def test_ours_means_what_the_cookbook_means(parsed: dict, case: tuple[str, dict]
         assert ours["ns"] == theirs["ns"]
         default = parsed["serve"][f"default:{key}"]["ns"]
         changed = {k for k in default if default[k] != theirs["ns"][k]}
-        assert changed == {"reasoning_parser", "tool_call_parser"}
+        # our knobs on top of the cell, and nothing else: the GLM parsers and Prometheus metrics (sglang_metrics)
+        assert changed == {"reasoning_parser", "tool_call_parser", "enable_metrics"}
         assert (default["reasoning_parser"], default["tool_call_parser"]) == ("glm45", "glm47")
+        assert default["enable_metrics"] is True
 
 
 def test_each_cell_parses_under_the_release_that_runs_it(runs: dict) -> None:
