@@ -21,7 +21,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors im
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, monitoring, render
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import plan_site
 from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, ROOT
-from monitoring_site import groups, hostvars, site
+from ansible_collections.metalserve.sglang.tests.unit.monitoring_site import groups, hostvars, site
 
 PROMTOOL_TESTS = sorted((Path(__file__).parent / "promtool").glob("*.test.yml"))
 MON = FIXTURES / "monitoring"
