@@ -113,8 +113,9 @@ def docker_run(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> li
         argv += list(docker["rdma"])
         if rec["vendor"] == "amd":
             argv += list(docker["rdma_amd_extra"])
-    for device in docker.get("platform_devices", {}).get(rec["gpu"], []):
-        argv += ["--device", device]
+    if (load_catalog().gpus.get(rec["gpu"]) or {}).get("imex"):
+        # IMEX channel 0 (data/nvidia/services.yml, its one owner): `--gpus all` does not pass IMEX channels
+        argv += ["--device", read_yaml(DATA_DIR / "nvidia" / "services.yml")["imex"]["docker_device"]]
     weights = weights_dir(plan)
     if weights:
         argv += ["-v", f"{weights}:{weights}:ro"]
