@@ -177,7 +177,8 @@ if [ -n "$pid" ] && [ -s "$pid" ] && kill -0 "$(cat "$pid")" 2>/dev/null; then
   echo "Perhaps another instance of OpenSM is already running" >&2; exit 1
 fi
 [ -n "$pid" ] && echo $$ > "$pid"
-exec sleep infinity
+# no exec: the process keeps nvlsm's command line, as the real daemon's does (pgrep finds it by path)
+while :; do sleep 3600; done
 """
         files.append(repo.file(key, "/opt/nvidia/nvlsm/sbin/nvlsm", sh(body, "nvlsm"), 0o755))
         files.append(repo.file(key, "/usr/share/nvidia/nvlsm/nvlsm.conf", "# STAND-IN nvlsm.conf\n"))
