@@ -85,6 +85,7 @@ def repositories(release: str, distribution: str, version: str | int, rocm_url: 
                "keyring": urls["keyring"], "pin_file": urls["pin_file"],
                "pin": f"Package: {pin['package']}\nPin: {pin['pin']}\nPin-Priority: {pin['priority']}\n"}
     return {**fmt, "release": release, "dir": spec["dir"], "driver": spec["driver"], "key_url": repo["key_url"],
+            "key_fingerprint": repo["key_fingerprint"],
             "rocm": (rocm_url or urls["rocm"]).format(**fields),
             "graphics": (graphics_url or urls["graphics"]).format(**fields) if spec["graphics"] else None,
             "amdgpu": (amdgpu_url or urls["amdgpu"]).format(**fields)}

@@ -1,0 +1,90 @@
+"""Repository signing-key fingerprints, against what GnuPG itself reports for the same files (gpg --show-keys), and
+the check the driver roles run before apt trusts a downloaded key."""
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import openpgp
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+
+GPG = shutil.which("gpg")
+needs_gpg = pytest.mark.skipif(GPG is None, reason="GnuPG (gpg) is the reference here and is not installed")
+
+
+def gpg(home: Path, *args: str, data: bytes | None = None) -> bytes:
+    env = {**os.environ, "GNUPGHOME": str(home)}
+    return subprocess.run([GPG or "gpg", "--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", "", *args],
+                          input=data, capture_output=True, check=True, env=env).stdout
+
+
+@pytest.fixture(scope="module", name="keyring")
+def fixture_keyring(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two keys as a vendor's key file may hold them: an RSA key with an RSA subkey, an ed25519 key."""
+    home = tmp_path_factory.mktemp("gnupg")
+    home.chmod(0o700)
+    gpg(home, "--quick-gen-key", "Vendor RSA <rsa@example.invalid>", "rsa2048", "sign", "never")
+    fpr = re.search(rb"^fpr:+([0-9A-F]{40}):", gpg(home, "--with-colons", "--list-keys", "rsa@example.invalid"), re.M)
+    assert fpr
+    gpg(home, "--quick-add-key", fpr.group(1).decode(), "rsa2048", "encr", "never")
+    gpg(home, "--quick-gen-key", "Vendor EdDSA <ed@example.invalid>", "ed25519", "sign", "never")
+    return home
+
+
+def gpg_fingerprints(home: Path, key_file: bytes) -> list[str]:
+    """What gpg --show-keys prints for a key file: every fpr record, primary keys and subkeys."""
+    listing = gpg(home, "--with-colons", "--show-keys", data=key_file).decode()
+    return re.findall(r"^fpr:+([0-9A-F]{40}):", listing, re.M)
+
+
+@needs_gpg
+@pytest.mark.parametrize("who", ["rsa@example.invalid", "ed@example.invalid"])
+@pytest.mark.parametrize("armor", [True, False], ids=["armored", "binary"])
+def test_fingerprints_are_the_ones_gpg_reports(keyring: Path, who: str, armor: bool) -> None:
+    exported = gpg(keyring, *(["--armor"] if armor else []), "--export", who)
+    expected = gpg_fingerprints(keyring, exported)
+    assert expected and openpgp.fingerprints(exported) == expected
+
+
+@needs_gpg
+def test_a_file_of_several_keys_lists_them_all(keyring: Path) -> None:
+    exported = gpg(keyring, "--armor", "--export")
+    assert openpgp.fingerprints(exported) == gpg_fingerprints(keyring, exported)
+    assert len(openpgp.fingerprints(exported)) == 3  # RSA key, its subkey, the ed25519 key
+
+
+@needs_gpg
+def test_the_check_passes_the_right_key_and_names_the_wrong_one(keyring: Path) -> None:
+    exported = gpg(keyring, "--armor", "--export", "ed@example.invalid")
+    (mine,) = gpg_fingerprints(keyring, exported)
+    content = base64.b64encode(exported).decode()
+    spaced = " ".join(mine[i:i + 4] for i in range(0, 40, 4)).lower()  # as vendors print it
+    assert openpgp.check(content, spaced, "gpu-01", "nvidia_driver_repo_key_fingerprint", "https://x/3bf863cc.pub")["ok"]
+    nvidia = "EB693B3035CD5710E231E123A4B469963BF863CC"
+    result = openpgp.check(content, nvidia, "gpu-01", "nvidia_driver_repo_key_fingerprint", "https://x/3bf863cc.pub")
+    assert not result["ok"]
+    assert result["msg"].startswith(f"gpu-01: the signing key from https://x/3bf863cc.pub has fingerprint {mine}; "
+                                    f"nvidia_driver_repo_key_fingerprint expects {nvidia}")
+
+
+@pytest.mark.parametrize("data, message", [
+    (b"<html>404 Not Found</html>", "byte 0 is no packet header"),
+    (b"-----BEGIN PGP SIGNATURE-----\nabc\n-----END PGP SIGNATURE-----\n", "holds no PGP PUBLIC KEY BLOCK"),
+    (b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n!!!!\n-----END PGP PUBLIC KEY BLOCK-----\n", "not valid base64"),
+    (bytes([0x99, 0x01, 0x00, 0x04]), "truncated"),
+    (bytes([0xC6, 0x03, 0x05, 0x00, 0x00]), "a version 5 OpenPGP key"),
+    (bytes([0xCD, 0x02, 0x41, 0x42]), "holds no OpenPGP public key"),  # a user id packet alone
+])
+def test_what_is_not_a_vendor_key_is_refused(data: bytes, message: str) -> None:
+    with pytest.raises(RecipeError, match=message):
+        openpgp.fingerprints(data)
+    result = openpgp.check(base64.b64encode(data).decode(), "AB" * 20, "gpu-01", "rocm_driver_repo_key_fingerprint",
+                           "https://repo.radeon.com/rocm/rocm.gpg.key")
+    assert not result["ok"] and result["msg"].startswith("gpu-01: the signing key from https://repo.radeon.com/rocm/"
+                                                         "rocm.gpg.key could not be read")
