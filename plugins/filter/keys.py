@@ -11,8 +11,8 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap impo
 
 
 def openpgp_key_check(content: str, fingerprint: str, host: str = "this host", variable: str = "the fingerprint",
-                      source: str = "the key URL") -> dict[str, Any]:
-    return openpgp.check(content, fingerprint, host, variable, source)
+                      source: str = "the key URL", path: str = "") -> dict[str, Any]:
+    return openpgp.check(content, fingerprint, host, variable, source, path)
 
 
 class FilterModule:

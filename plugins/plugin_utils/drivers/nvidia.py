@@ -61,6 +61,7 @@ def repository(distribution: str, major_version: str | int, arch: str, base_url:
                    pin=apt_preferences(spec["pin"]), release_label=spec["release_label"])
     else:
         out.update(repo_id=spec["repo_id"].format(folder=folder, arch=repo_arch), priority=spec["priority"],
+                   keyring=spec["keyring"],
                    versionlock_package=spec["versionlock_package"])
     return out
 

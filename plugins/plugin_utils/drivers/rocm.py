@@ -73,7 +73,7 @@ def repositories(release: str, distribution: str, version: str | int, rocm_url: 
                               "another rocm_driver_version")
         fields["el"] = minor
         urls = repo["dnf"]
-        fmt: dict[str, Any] = {"format": "dnf", "priority": urls["priority"], "el": minor}
+        fmt: dict[str, Any] = {"format": "dnf", "priority": urls["priority"], "el": minor, "keyring": urls["keyring"]}
     else:
         suite = repo["apt"]["suites"].get(system)
         if suite is None:
