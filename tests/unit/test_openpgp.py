@@ -7,7 +7,9 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -20,21 +22,33 @@ needs_gpg = pytest.mark.skipif(GPG is None, reason="GnuPG (gpg) is the reference
 
 def gpg(home: Path, *args: str, data: bytes | None = None) -> bytes:
     env = {**os.environ, "GNUPGHOME": str(home)}
-    return subprocess.run([GPG or "gpg", "--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", "", *args],
-                          input=data, capture_output=True, check=True, env=env).stdout
+    proc = subprocess.run([GPG or "gpg", "--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", "", *args],
+                          input=data, capture_output=True, check=False, env=env)
+    assert proc.returncode == 0, f"gpg {' '.join(args)}: {proc.stderr.decode(errors='replace')}"
+    return proc.stdout
 
 
 @pytest.fixture(scope="module", name="keyring")
-def fixture_keyring(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two keys as a vendor's key file may hold them: an RSA key with an RSA subkey, an ed25519 key."""
-    home = tmp_path_factory.mktemp("gnupg")
+def fixture_keyring() -> Iterator[Path]:
+    """Two keys as a vendor's key file may hold them: an RSA key with an RSA subkey, an ed25519 key. The keyring
+    lives in a short /tmp path: gpg-agent's socket path must fit in 108 bytes (ansible-test's temp paths do not)."""
+    home = Path(tempfile.mkdtemp(prefix="gpg", dir="/tmp"))
     home.chmod(0o700)
+    try:
+        yield from _keys(home)
+    finally:
+        subprocess.run(["gpgconf", "--kill", "gpg-agent"], env={**os.environ, "GNUPGHOME": str(home)}, check=False,
+                       capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _keys(home: Path) -> Iterator[Path]:
     gpg(home, "--quick-gen-key", "Vendor RSA <rsa@example.invalid>", "rsa2048", "sign", "never")
     fpr = re.search(rb"^fpr:+([0-9A-F]{40}):", gpg(home, "--with-colons", "--list-keys", "rsa@example.invalid"), re.M)
     assert fpr
     gpg(home, "--quick-add-key", fpr.group(1).decode(), "rsa2048", "encr", "never")
     gpg(home, "--quick-gen-key", "Vendor EdDSA <ed@example.invalid>", "ed25519", "sign", "never")
-    return home
+    yield home
 
 
 def gpg_fingerprints(home: Path, key_file: bytes) -> list[str]:
