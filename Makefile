@@ -98,8 +98,9 @@ lab-destroy: venv ## remove everything `make lab` made (keeps the shared caches)
 	$(BIN)/python tests/lab/lab.py destroy --name lab
 
 molecule: venv link lab-infra ## CI's scenarios (CI_SCENARIOS; SCENARIOS=... picks others), full test sequence
-	@for s in $(SCENARIOS); do echo "== molecule test -s $$s"; \
-	  PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 $(BIN)/molecule test -s $$s || exit 1; done
+	@mkdir -p .cache/molecule-logs; for s in $(SCENARIOS); do echo "== molecule test -s $$s"; \
+	  PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 $(BIN)/molecule test -s $$s 2>&1 | tee .cache/molecule-logs/$$s.log \
+	  || { bash tests/lab/failure_summary.sh .cache/molecule-logs/$$s.log; exit 1; }; done
 
 molecule-all: ## every scenario under molecule/, one after the other
 	$(MAKE) molecule SCENARIOS="$(ALL_SCENARIOS)"
