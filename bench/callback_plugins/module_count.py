@@ -25,7 +25,7 @@ requirements: [enabled in ANSIBLE_CALLBACKS_ENABLED]
 #: actions that never run anything on the host
 CONTROLLER_ONLY = {
     "assert", "debug", "fail", "set_fact", "include_tasks", "import_tasks", "include_role", "import_role", "meta",
-    "group_by", "add_host", "validate_argument_spec", "include_vars", "set_stats", "pause", "plan", "preflight",
+    "group_by", "add_host", "validate_argument_spec", "check_variables", "include_vars", "set_stats", "pause", "plan", "preflight",
     "render_plan", "acceptance", "bench_report",
 }
 

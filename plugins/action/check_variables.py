@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin metalserve.sglang.check_variables: every host's variables against the roles' argument specs,
+once on the controller, with one failure message for all hosts (plugin_utils/checks/variables.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _requires_connection = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        roles = [str(r) for r in self._task.args.get("roles") or []]
+        hosts = [str(h) for h in (self._task.args.get("hosts") or task_vars.get("ansible_play_hosts") or [])]
+        try:
+            specs = {role: variables.role_options(role) for role in roles}
+        except ValueError as exc:
+            result.update(failed=True, changed=False, msg=str(exc))
+            return result
+        names = variables.variable_names(specs)
+        errors: dict[str, dict[str, list[str]]] = {}
+        for host in hosts:
+            view = task_vars["hostvars"][host]
+            values, broken = variables.read_values(names, view.__contains__, lambda name: to_plain(view[name]))
+            found = variables.role_errors(specs, values)
+            if broken:
+                found["templating"] = sorted(broken.values())
+            if found:
+                errors[host] = found
+        result.update(changed=False, checked=hosts, errors=errors)
+        if errors:
+            result.update(failed=True, msg=variables.failure_text(errors, len(hosts)))
+        else:
+            result["msg"] = f"the variables of {len(hosts)} host(s) fit the argument specs of {len(roles)} role(s)"
+        return result

@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Documentation for the metalserve.sglang.check_variables action plugin (it runs on the controller)."""
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: check_variables
+version_added: 0.2.0
+author: metalserve.sglang contributors (@metalserve)
+short_description: Check every host's variables against the roles' argument specs, before anything changes
+description:
+  - Validates, on the controller, the variables of every host of the play against the C(main) entry point of each
+    named role's C(meta/argument_specs.yml), with Ansible's own validator (the one each role runs on entry).
+  - Run it once with C(run_once=true). Each spec is read once and every host's refusals come in one failure message
+    that names the host, the role and the variable.
+  - Values of options marked C(no_log) in a spec never appear in the message.
+options:
+  roles:
+    description: Roles of this collection whose specs apply (short names, for example V(sglang_server)).
+    type: list
+    elements: str
+    required: true
+  hosts:
+    description: Hosts to check. Defaults to C(ansible_play_hosts).
+    type: list
+    elements: str
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: all
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+notes:
+  - This is an action plugin; it never connects to the hosts.
+seealso:
+  - module: ansible.builtin.validate_argument_spec
+"""
+
+EXAMPLES = r"""
+- name: Check every role's variables before anything changes
+  metalserve.sglang.check_variables:
+    roles: [sglang_install, model_weights, sglang_server, sglang_router]
+  run_once: true
+"""
+
+RETURN = r"""
+checked:
+  description: The hosts whose variables were checked.
+  returned: always
+  type: list
+  elements: str
+errors:
+  description: Per host, per role, the validator's messages (the key C(templating) lists values that could not be
+    templated).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec={"roles": {"type": "list", "elements": "str", "required": True},
+                                          "hosts": {"type": "list", "elements": "str"}},
+                           supports_check_mode=True)
+    module.fail_json(msg="metalserve.sglang.check_variables runs as an action plugin on the controller")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""metalserve.sglang.check_variables' logic (plugin_utils/checks/variables.py) against the roles' real
+meta/argument_specs.yml and Ansible's own ArgumentSpecValidator: the refusals are Ansible's words, the test only
+pins what Ansible says about each mistake and that every host's refusals end up in one message."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
+
+ROLES = sorted(p.parent.parent.name for p in (ROOT / "roles").glob("*/meta/argument_specs.yml"))
+
+
+def test_every_role_spec_is_found_in_the_collection() -> None:
+    assert len(ROLES) >= 10
+    for role in ROLES:
+        assert variables.role_options(role), role
+
+
+def test_an_unknown_role_is_named() -> None:
+    with pytest.raises(ValueError, match="no_such_role"):
+        variables.role_options("no_such_role")
+
+
+def test_the_defaults_pass_every_spec() -> None:
+    specs = {r: variables.role_options(r) for r in ROLES}
+    defaults = {k: o["default"] for opts in specs.values() for k, o in opts.items() if "default" in o}
+    assert variables.role_errors(specs, defaults) == {}
+
+
+def test_a_wrong_choice_and_a_wrong_type_are_refused_in_ansibles_words() -> None:
+    specs = {r: variables.role_options(r) for r in ("model_weights", "sglang_server")}
+    found = variables.role_errors(specs, {"model_weights_source": "s3", "sglang_server_health_timeout": "soon"})
+    assert re.search(r"value of model_weights_source must be one of: .*hf.*got: s3", found["model_weights"][0])
+    assert re.search(r"sglang_server_health_timeout.* is of type str and we were unable to convert to int",
+                     found["sglang_server"][0])
+
+
+def test_only_the_roles_that_document_a_variable_judge_it() -> None:
+    specs = {r: variables.role_options(r) for r in ("model_weights", "sglang_router")}
+    assert set(variables.role_errors(specs, {"model_weights_source": "s3"})) == {"model_weights"}
+
+
+def test_a_secret_never_reaches_the_message() -> None:
+    secret = "hf_NOT_FOR_LOGS_0123456789"
+    specs = {"sglang_server": variables.role_options("sglang_server")}
+    # the token pasted into a neighbouring integer variable by mistake: Ansible quotes the value it could not convert
+    found = variables.role_errors(specs, {"sglang_server_hf_token": secret, "sglang_server_health_timeout": secret})
+    text = variables.failure_text({"gpu-01": found}, 1)
+    assert "sglang_server_health_timeout" in text
+    assert secret not in text
+
+
+def test_values_that_cannot_be_templated_are_problems_not_crashes() -> None:
+    def get(name: str) -> str:
+        if name == "b":
+            raise RuntimeError("'rack_vlan' is undefined\nmore detail")
+        return "fine"
+    values, broken = variables.read_values(["a", "b", "c"], lambda n: n != "c", get)
+    assert values == {"a": "fine"}
+    assert broken == {"b": "b could not be templated: 'rack_vlan' is undefined"}
+
+
+def test_one_message_names_every_host_once_per_mistake() -> None:
+    mistake = {"model_weights": ["value of model_weights_source must be one of: hf, rsync, copy, none, got: s3"]}
+    text = variables.failure_text({"gpu-02": mistake, "gpu-01": mistake,
+                                   "router-0": {"sglang_router": ["sglang_router_port: bad"]}}, 9)
+    lines = text.splitlines()
+    assert lines[0].startswith("the variables of 3 of 9 host(s)")
+    assert lines[1:] == ["  model_weights: value of model_weights_source must be one of: hf, rsync, copy, none, got: s3"
+                         " (on gpu-01, gpu-02)",
+                         "  sglang_router: sglang_router_port: bad (on router-0)"]
