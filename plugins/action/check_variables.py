@@ -21,18 +21,25 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        roles = [str(r) for r in self._task.args.get("roles") or []]
-        hosts = [str(h) for h in (self._task.args.get("hosts") or task_vars.get("ansible_play_hosts") or [])]
+        _, args = self.validate_argument_spec(argument_spec={
+            "roles": {"type": "list", "elements": "str", "required": True},
+            "hosts": {"type": "list", "elements": "str"}})
+        roles = list(args["roles"])
+        hosts = list(args.get("hosts") or task_vars.get("ansible_play_hosts") or [])
+        unknown = sorted(set(hosts) - set(task_vars["hostvars"]))
+        if unknown:
+            result.update(failed=True, changed=False, msg=f"hosts {', '.join(unknown)} are not in the inventory")
+            return result
         try:
             specs = {role: variables.role_options(role) for role in roles}
         except ValueError as exc:
             result.update(failed=True, changed=False, msg=str(exc))
             return result
-        names = variables.variable_names(specs)
+        names, secrets = variables.variable_names(specs), variables.secret_names(specs)
         errors: dict[str, dict[str, list[str]]] = {}
         for host in hosts:
             view = task_vars["hostvars"][host]
-            values, broken = variables.read_values(names, view.__contains__, lambda name: to_plain(view[name]))
+            values, broken = variables.read_values(names, view.__contains__, lambda name: to_plain(view[name]), secrets)
             found = variables.role_errors(specs, values)
             if broken:
                 found["templating"] = sorted(broken.values())

@@ -16,6 +16,9 @@ description:
   - Run it once with C(run_once=true). Each spec is read once and every host's refusals come in one failure message
     that names the host, the role and the variable.
   - Values of options marked C(no_log) in a spec never appear in the message.
+  - Variables are read as the hosts' own (inventory, facts, C(-e), variables set by earlier tasks), not with the
+    C(vars) of the play or task that runs the check; site.yml's plays set none.
+  - A failure stops every host of the play (the task runs once), before anything changes.
 options:
   roles:
     description: Roles of this collection whose specs apply (short names, for example V(sglang_server)).

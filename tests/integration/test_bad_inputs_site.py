@@ -1,10 +1,11 @@
-"""A cross-section of the bad-input matrix through the real site.yml: each case is a host of one
-inventory, every host is refused in the first two plays (argument specs, then the plan inside
-preflight), and nothing changes on the host.
+"""A cross-section of the bad-input matrix through the real site.yml: each case is a host of an
+inventory, and nothing changes on any host.
 
+Two runs, because variables that do not fit the roles' argument specs stop the run at site.yml's first
+check, before the plan reads them: the argument-spec cases together (one message naming each host), then
+the plan cases together (one message from the plan).
 Runs with --check --diff as a second safety net (the hosts are this machine, connection local): the
-recap must still show changed=0 for every host, the argument-spec cases fail in the first play, and
-the plan cases stop the run inside preflight, before the first stage that changes anything.
+recap must still show changed=0 for every host and no stage after the plan may start.
 """
 from __future__ import annotations
 
@@ -27,17 +28,17 @@ PLAN = ["unknown-gpu", "three-nodes", "duplicate-ranks", "pd-worker-without-rout
         "dflash2-with-dp-attention", "mtp-on-amd", "instance-group-with-three-members"]
 
 
-def inventory(tmp: Path) -> tuple[Path, dict[str, str]]:
-    """One host per case (several for instance cases, their groups prefixed with the case id)."""
+def inventory(tmp: Path, layer: str) -> tuple[Path, dict[str, str]]:
+    """One host per case of the layer (several for instance cases, their groups prefixed with the case id)."""
     hosts: dict[str, dict] = {}
     groups: dict[str, dict] = {}
     expect: dict[str, str] = {}
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
              "preflight_weights_path": str(tmp / "weights")}
-    for case in (c for c in MATRIX["argspec"] if c["id"] in ARGSPEC):
+    for case in (c for c in MATRIX["argspec"] if c["id"] in ARGSPEC and layer == "argspec"):
         hosts[case["id"]] = {**local, **BASE, **case["vars"]}
         expect[case["id"]] = case["expect"]
-    for case in (c for c in MATRIX["plan"] if c["id"] in PLAN):
+    for case in (c for c in MATRIX["plan"] if c["id"] in PLAN and layer == "plan"):
         rename = {h: f"{case['id']}-{h}" for h in case["hosts"]}
         for h, v in case["hosts"].items():
             v = dict(v or {})
@@ -50,13 +51,13 @@ def inventory(tmp: Path) -> tuple[Path, dict[str, str]]:
         for old, new in [*rename.items(), *((g, f"{case['id']}-{g}") for g in case.get("groups") or {})]:
             pattern = re.sub(rf"(?<![\w-]){re.escape(old)}(?![\w-])", new, pattern)
         expect[rename[case.get("host") or next(iter(case["hosts"]))]] = pattern
-    path = tmp / "hosts.yml"
+    path = tmp / f"hosts-{layer}.yml"
     path.write_text(yaml.safe_dump({"all": {"hosts": hosts, "children": groups}}))
     return path, expect
 
 
-def test_bad_inputs_stop_site_yml_before_anything_changes(tmp_path: Path) -> None:
-    inv, expect = inventory(tmp_path)
+def run_site(tmp: Path, layer: str) -> tuple[str, dict[str, str], dict[str, str], dict]:
+    inv, expect = inventory(tmp, layer)
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1", "ANSIBLE_FORCE_COLOR": "0",
            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"), "ANSIBLE_CACHE_PLUGIN": "memory"}
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", str(inv), "playbooks/site.yml", "--check", "--diff"],
@@ -69,12 +70,29 @@ def test_bad_inputs_stop_site_yml_before_anything_changes(tmp_path: Path) -> Non
     assert set(recap) == set(hosts), out[-3000:]
     for host, line in recap.items():
         assert "changed=0" in line, f"{host}: {line}"
-    for host in (c for c in ARGSPEC):
-        assert "failed=1" in recap[host], f"{host}: {recap[host]}"
-    # the site plan's refusal (made once, in the first play) ends the run: no later stage starts for any host
+    # the refusal ends the run inside the planning play: no later stage starts for any host
     assert "PLAY [Plan the site once" in out and "PLAY [Preflight" not in out and "PLAY [GPU drivers" not in out, \
         out[-3000:]
     for host, pattern in expect.items():
         assert re.search(pattern, out.replace("\\n", "\n")), f"{host}: {pattern}\n{out[-4000:]}"
-    assert not (tmp_path / "weights").exists()
-    print(f"\n{len(expect)} bad-input cases ({len(hosts)} hosts) through site.yml: all refused, changed=0 everywhere")
+    assert not (tmp / "weights").exists()
+    return out, expect, recap, hosts
+
+
+def test_argument_spec_mistakes_stop_site_yml_at_its_first_check_with_one_message(tmp_path: Path) -> None:
+    out, expect, recap, hosts = run_site(tmp_path, "argspec")
+    # Ansible's validator words each mistake; one message (the check runs once) names every refused host
+    message = out[out.index("TASK [Check every role's variables"):]
+    assert f"the variables of {len(expect)} of {len(hosts)} host(s) do not fit" in message, message[:3000]
+    for host in expect:
+        assert re.search(rf"\(on [^)]*(?<![\w-]){re.escape(host)}(?![\w-])", message), f"{host}\n{message[:3000]}"
+    # nothing read the refused values: the plan never ran
+    assert "TASK [Plan the site (on the controller" not in out, out[-3000:]
+    assert any("failed=1" in line for line in recap.values()), recap
+    print(f"\n{len(expect)} argument-spec cases through site.yml: refused in one message, changed=0 everywhere")
+
+
+def test_plan_mistakes_stop_site_yml_before_anything_changes(tmp_path: Path) -> None:
+    out, expect, _, hosts = run_site(tmp_path, "plan")
+    assert "TASK [Plan the site (on the controller" in out, out[-3000:]
+    print(f"\n{len(expect)} plan cases ({len(hosts)} hosts) through site.yml: all refused, changed=0 everywhere")

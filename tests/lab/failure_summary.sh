@@ -8,9 +8,9 @@ echo
 echo "==================== what failed (from $log) ===================="
 # the task header before each failure, the failure with its message, and molecule's own error lines
 awk '
-  /^TASK \[|^PLAY \[/ { header = $0 }
+  /^TASK \[|^PLAY \[|^RUNNING HANDLER \[/ { header = $0 }
   /^FAILED - RETRYING/ { next }
-  /^(fatal|failed): \[|^ERROR / {
+  /^(fatal|failed): \[|^(ERROR|CRITICAL) / {
     if (header != shown) { print header; shown = header }
     print; lines = 25; next
   }

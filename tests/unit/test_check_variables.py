@@ -72,3 +72,27 @@ def test_one_message_names_every_host_once_per_mistake() -> None:
     assert lines[1:] == ["  model_weights: value of model_weights_source must be one of: hf, rsync, copy, none, got: s3"
                          " (on gpu-01, gpu-02)",
                          "  sglang_router: sglang_router_port: bad (on router-0)"]
+
+
+def test_a_secret_that_cannot_be_templated_is_named_without_the_error_text() -> None:
+    secret = "hf_{{ NOT_FOR_LOGS"
+
+    def get(name: str) -> str:
+        raise RuntimeError(f"template error while templating string: unexpected end. String: {secret}")
+    _, broken = variables.read_values(["sglang_server_hf_token", "sglang_port"], lambda n: True, get,
+                                      {"sglang_server_hf_token"})
+    assert broken["sglang_server_hf_token"] == "sglang_server_hf_token could not be templated"
+    assert secret in broken["sglang_port"]  # not a secret: the error's own words help
+
+
+def test_the_roles_mark_their_secrets_no_log() -> None:
+    specs = {r: variables.role_options(r) for r in ROLES}
+    assert {"sglang_server_hf_token", "sglang_server_api_key", "model_weights_hf_token"} <= variables.secret_names(specs)
+
+
+@pytest.mark.parametrize("value", ["{{ rack_vlan }}", ["ok", "{% if x %}y{% endif %}"], {"a": {"b": "{{ c }}"}}])
+def test_a_template_left_unrendered_is_a_problem(value: object) -> None:
+    """ansible-core before 2.19 hands an undefined variable's template back as text through hostvars."""
+    values, broken = variables.read_values(["v"], lambda n: True, lambda n: value)
+    assert values == {}
+    assert "still holds a template" in broken["v"]

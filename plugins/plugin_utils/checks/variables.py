@@ -36,18 +36,42 @@ def variable_names(specs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return sorted({name for options in specs.values() for name in options})
 
 
-def read_values(names: list[str], has: Callable[[str], bool],
-                get: Callable[[str], Any]) -> tuple[dict[str, Any], dict[str, str]]:
-    """The variables a host sets, templated; a value that cannot be templated is a problem of its own."""
+def secret_names(specs: Mapping[str, Mapping[str, Any]]) -> set[str]:
+    """The variables any of the roles marks no_log."""
+    return {name for options in specs.values() for name, option in options.items() if option.get("no_log")}
+
+
+def _unrendered(value: Any) -> bool:
+    """A string still holding Jinja after templating: ansible-core before 2.19 hands an undefined variable's
+    template back as text through hostvars instead of failing."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, dict):
+        return any(_unrendered(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_unrendered(v) for v in value)
+    return False
+
+
+def read_values(names: list[str], has: Callable[[str], bool], get: Callable[[str], Any],
+                secrets: frozenset[str] | set[str] = frozenset()) -> tuple[dict[str, Any], dict[str, str]]:
+    """The variables a host sets, templated; a value that cannot be templated is a problem of its own (for a
+    secret, without the templating error's text, which may quote the value)."""
     values: dict[str, Any] = {}
     broken: dict[str, str] = {}
     for name in names:
         if not has(name):
             continue
         try:
-            values[name] = get(name)
+            value = get(name)
         except Exception as exc:  # noqa: BLE001 - an undefined or broken template is reported, not raised
-            broken[name] = f"{name} could not be templated: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            detail = "" if name in secrets else f": {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            broken[name] = f"{name} could not be templated{detail}"
+            continue
+        if _unrendered(value):
+            broken[name] = f"{name} could not be templated (it still holds a template: is a variable it uses undefined?)"
+            continue
+        values[name] = value
     return values, broken
 
 
