@@ -23,7 +23,8 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         _, args = self.validate_argument_spec(argument_spec={
             "roles": {"type": "list", "elements": "str", "required": True},
-            "hosts": {"type": "list", "elements": "str"}})
+            "hosts": {"type": "list", "elements": "str"},
+            "fail_on_error": {"type": "bool", "default": True}})
         roles = list(args["roles"])
         hosts = list(args.get("hosts") or task_vars.get("ansible_play_hosts") or [])
         unknown = sorted(set(hosts) - set(task_vars["hostvars"]))
@@ -41,13 +42,15 @@ class ActionModule(ActionBase):
             view = task_vars["hostvars"][host]
             values, broken = variables.read_values(names, view.__contains__, lambda name: to_plain(view[name]), secrets)
             found = variables.role_errors(specs, values)
+            for role, typos in variables.unknown_names(list(view), specs).items():
+                found.setdefault(role, []).extend(typos)
             if broken:
                 found["templating"] = sorted(broken.values())
             if found:
                 errors[host] = found
-        result.update(changed=False, checked=hosts, errors=errors)
+        result.update(changed=False, errors=errors)
         if errors:
-            result.update(failed=True, msg=variables.failure_text(errors, len(hosts)))
+            result.update(failed=bool(args["fail_on_error"]), msg=variables.failure_text(errors, len(hosts)))
         else:
             result["msg"] = f"the variables of {len(hosts)} host(s) fit the argument specs of {len(roles)} role(s)"
         return result

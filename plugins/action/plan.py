@@ -15,6 +15,7 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement
 
 
@@ -37,7 +38,8 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         args = self._task.args
-        hostvars, groups = inventory_vars.site_inputs(task_vars)
+        broken: dict[str, list[str]] = {}
+        hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
         inventory = sorted(hostvars)
         if not inventory:
             result.update(failed=True, changed=False, plans={}, errors={},
@@ -45,8 +47,19 @@ class ActionModule(ActionBase):
                               "(ansible-inventory -i <path> --graph)")
             return result
         wanted = [str(h) for h in (args.get("hosts") or task_vars.get("ansible_play_hosts_all") or inventory)]
-        site = placement.plan_site(hostvars, groups)
-        plans, errors = site["plans"], site["errors"]
+        # problems check_variables found (site.yml hands them over so that one message carries every mistake)
+        variable_errors = {str(h): v for h, v in (args.get("variable_errors") or {}).items() if v}
+        try:
+            site = placement.plan_site(hostvars, groups)
+        except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
+            if not variable_errors:
+                raise
+            site = {"plans": {}, "errors": {}, "monitoring": {}}
+            variable_errors.setdefault(wanted[0] if wanted else "site", {}).setdefault("plan", []).append(
+                f"the plan could not run with these variables: {exc}")
+        plans, errors = site["plans"], dict(site["errors"])
+        for host, problems in broken.items():  # planned without the variable: refused, whatever the plan made of it
+            errors[host] = list(problems) + [m for m in errors.get(host, []) if m not in problems]
         involved = _depends_on(plans, wanted)
         here = {h: m for h, m in errors.items() if h in involved}
         elsewhere = {h: m for h, m in errors.items() if h not in involved}
@@ -55,10 +68,25 @@ class ActionModule(ActionBase):
         warnings += list((site.get("monitoring") or {}).get("warnings") or [])
         if warnings:
             result["warnings"] = warnings
+        if (here or variable_errors) and args.get("fail_on_error", True):
+            # the failure carries what an operator acts on; the plans would bury it (thousands of lines)
+            parts = [f"refused before anything changed (reported once for the site, on "
+                     f"{task_vars.get('inventory_hostname', 'the first host')}; the hosts at fault are named below)"]
+            if variable_errors:
+                parts.append(variables.failure_text(variable_errors, len(wanted)))
+            # a problem the variable check already named (a variable that cannot be templated) is said once
+            said = {h: {m for ms in v.values() for m in ms} for h, v in variable_errors.items()}
+            rest = {h: [m for m in ms if m not in said.get(h, set())] for h, ms in here.items()}
+            rest = {h: ms for h, ms in rest.items() if ms}
+            if rest:
+                parts.append(variables.redact(placement.failure_text(rest, len(involved))))
+            result.update(failed=True, changed=False, variable_errors=variable_errors, msg="\n".join(parts),
+                          errors={h: [variables.redact(m) for m in ms] for h, ms in errors.items()})
+            return result
         result.update(changed=False, plans=plans, errors=errors, monitoring=site.get("monitoring") or {})
         if here:
-            result["failed"] = bool(args.get("fail_on_error", True))
-            result["msg"] = placement.failure_text(here, len(involved))
+            result["failed"] = False
+            result["msg"] = variables.redact(placement.failure_text(here, len(involved)))
         else:
             result["msg"] = f"planned {len(plans)} host(s)"
         return result

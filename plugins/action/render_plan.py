@@ -63,10 +63,12 @@ class ActionModule(ActionBase):
         else:
             # plan here: one step, instead of passing a site's plans through a task argument (slow at thousands
             # of hosts); the same plan_site() the plan action runs
-            hostvars, groups = inventory_vars.site_inputs(task_vars)
+            broken: dict[str, list[str]] = {}
+            hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
             if not hostvars:
                 raise AnsibleActionFail("the inventory has no hosts: check the -i path (ansible-inventory --graph)")
             site = placement.plan_site(hostvars, groups)
+            site["errors"] = {**site["errors"], **{h: m + site["errors"].get(h, []) for h, m in broken.items()}}
             warnings = [f"{h}: {w}" for h, p in sorted(site["plans"].items()) for w in p.get("warnings", [])]
             warnings += list((site.get("monitoring") or {}).get("warnings") or [])
             if warnings:

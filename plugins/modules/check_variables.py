@@ -15,7 +15,11 @@ description:
     named role's C(meta/argument_specs.yml), with Ansible's own validator (the one each role runs on entry).
   - Run it once with C(run_once=true). Each spec is read once and every host's refusals come in one failure message
     that names the host, the role and the variable.
-  - Values of options marked C(no_log) in a spec never appear in the message.
+  - A name with a role's prefix that the role does not document but that is close to one it does (a likely typo, such
+    as C(model_weights_revison)) is refused with the name it probably meant. Names with no close match are left
+    alone, since another role of the site may own them; C(sglang_*) names are checked by M(metalserve.sglang.plan).
+  - Values of options marked C(no_log) in a spec never appear in the message, nor does anything shaped like a common
+    access token (C(hf_...), C(sk-...), C(ghp_...)) pasted into another variable.
   - Variables are read as the hosts' own (inventory, facts, C(-e), variables set by earlier tasks), not with the
     C(vars) of the play or task that runs the check; site.yml's plays set none.
   - A failure stops every host of the play (the task runs once), before anything changes.
@@ -29,6 +33,13 @@ options:
     description: Hosts to check. Defaults to C(ansible_play_hosts).
     type: list
     elements: str
+  fail_on_error:
+    description:
+      - Fail when a host's variables do not fit. False returns the problems in RV(errors) and the message without
+        failing; site.yml hands them to M(metalserve.sglang.plan), which reports them with the plan's own problems
+        in one message.
+    type: bool
+    default: true
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
@@ -60,11 +71,6 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-checked:
-  description: The hosts whose variables were checked.
-  returned: always
-  type: list
-  elements: str
 errors:
   description: Per host, per role, the validator's messages (the key C(templating) lists values that could not be
     templated).
@@ -77,7 +83,8 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 def main() -> None:
     module = AnsibleModule(argument_spec={"roles": {"type": "list", "elements": "str", "required": True},
-                                          "hosts": {"type": "list", "elements": "str"}},
+                                          "hosts": {"type": "list", "elements": "str"},
+                                          "fail_on_error": {"type": "bool", "default": True}},
                            supports_check_mode=True)
     module.fail_json(msg="metalserve.sglang.check_variables runs as an action plugin on the controller")
 

@@ -26,6 +26,13 @@ options:
     description: Fail when a host cannot be planned. False returns the problems in C(errors) (preflight reports them).
     type: bool
     default: true
+  variable_errors:
+    description:
+      - Problems M(metalserve.sglang.check_variables) found (its RV(metalserve.sglang.check_variables#module:errors)),
+        reported in the same failure message as the plan's own, so that one run names every mistake.
+      - When the plan fails, its result carries RV(errors) and the message only, not the plans.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
@@ -62,11 +69,15 @@ RETURN = r"""
 plans:
   description: Plan per host (keys host, role, rack, instance, unit, members, rank, head, head_address, recipe, argv,
     env, secret_env, command, warnings; routers carry mode, workers, port, argv, command).
-  returned: always
+  returned: unless the task fails
   type: dict
 errors:
   description: Problem per host that could not be planned.
   returned: always
+  type: dict
+variable_errors:
+  description: The O(variable_errors) it was given, as reported in its failure message.
+  returned: when the task fails
   type: dict
 """
 
@@ -75,7 +86,8 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 def main() -> None:
     module = AnsibleModule(argument_spec={"hosts": {"type": "list", "elements": "str"},
-                                          "fail_on_error": {"type": "bool", "default": True}},
+                                          "fail_on_error": {"type": "bool", "default": True},
+                                          "variable_errors": {"type": "dict", "default": {}}},
                            supports_check_mode=True)
     module.fail_json(msg="metalserve.sglang.plan runs as an action plugin on the controller")
 

@@ -1,9 +1,8 @@
-"""A cross-section of the bad-input matrix through the real site.yml: each case is a host of an
-inventory, and nothing changes on any host.
+"""A cross-section of the bad-input matrix through the real site.yml: each case is a host of one
+inventory; site.yml's first play checks every host's variables against the roles' argument specs and
+plans the site, and one failure message names every case (the argument-spec refusals and the plan's),
+before anything changes.
 
-Two runs, because variables that do not fit the roles' argument specs stop the run at site.yml's first
-check, before the plan reads them: the argument-spec cases together (one message naming each host), then
-the plan cases together (one message from the plan).
 Runs with --check --diff as a second safety net (the hosts are this machine, connection local): the
 recap must still show changed=0 for every host and no stage after the plan may start.
 """
@@ -35,10 +34,10 @@ def inventory(tmp: Path, layer: str) -> tuple[Path, dict[str, str]]:
     expect: dict[str, str] = {}
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
              "preflight_weights_path": str(tmp / "weights")}
-    for case in (c for c in MATRIX["argspec"] if c["id"] in ARGSPEC and layer == "argspec"):
+    for case in (c for c in MATRIX["argspec"] if c["id"] in ARGSPEC and layer in ("argspec", "all")):
         hosts[case["id"]] = {**local, **BASE, **case["vars"]}
         expect[case["id"]] = case["expect"]
-    for case in (c for c in MATRIX["plan"] if c["id"] in PLAN and layer == "plan"):
+    for case in (c for c in MATRIX["plan"] if c["id"] in PLAN and layer in ("plan", "all")):
         rename = {h: f"{case['id']}-{h}" for h in case["hosts"]}
         for h, v in case["hosts"].items():
             v = dict(v or {})
@@ -79,20 +78,24 @@ def run_site(tmp: Path, layer: str) -> tuple[str, dict[str, str], dict[str, str]
     return out, expect, recap, hosts
 
 
-def test_argument_spec_mistakes_stop_site_yml_at_its_first_check_with_one_message(tmp_path: Path) -> None:
-    out, expect, recap, hosts = run_site(tmp_path, "argspec")
-    # Ansible's validator words each mistake; one message (the check runs once) names every refused host
-    message = out[out.index("TASK [Check every role's variables"):]
-    assert f"the variables of {len(expect)} of {len(hosts)} host(s) do not fit" in message, message[:3000]
-    for host in expect:
-        assert re.search(rf"\(on [^)]*(?<![\w-]){re.escape(host)}(?![\w-])", message), f"{host}\n{message[:3000]}"
-    # nothing read the refused values: the plan never ran
-    assert "TASK [Plan the site (on the controller" not in out, out[-3000:]
-    assert any("failed=1" in line for line in recap.values()), recap
-    print(f"\n{len(expect)} argument-spec cases through site.yml: refused in one message, changed=0 everywhere")
-
-
-def test_plan_mistakes_stop_site_yml_before_anything_changes(tmp_path: Path) -> None:
-    out, expect, _, hosts = run_site(tmp_path, "plan")
+def test_every_mistake_of_a_site_is_named_in_one_message_before_anything_changes(tmp_path: Path) -> None:
+    out, expect, recap, hosts = run_site(tmp_path, "all")
+    # the check hands its refusals to the plan, which fails once, on the controller, for the whole site
     assert "TASK [Plan the site (on the controller" in out, out[-3000:]
-    print(f"\n{len(expect)} plan cases ({len(hosts)} hosts) through site.yml: all refused, changed=0 everywhere")
+    message = out[out.index("TASK [Plan the site (on the controller"):]
+    argspec = [c for c in expect if c in ARGSPEC]
+    assert f"the variables of {len(argspec)} of {len(hosts)} host(s) do not fit" in message, message[:3000]
+    for host in argspec:
+        assert re.search(rf"\(on [^)]*(?<![\w-]){re.escape(host)}(?![\w-])", message), f"{host}\n{message[:3000]}"
+    assert "cannot be planned" in message, message[:3000]
+    # the failure carries the problems, not the plans (an operator reads the message, not thousands of lines)
+    assert len(message.splitlines()) < 400, f"{len(message.splitlines())} lines after the plan task"
+    assert sum("failed=1" in line for line in recap.values()) == 1, recap
+    print(f"\n{len(expect)} bad-input cases ({len(hosts)} hosts) through site.yml: one message, changed=0 everywhere")
+
+
+def test_plan_mistakes_alone_stop_site_yml_in_the_plan(tmp_path: Path) -> None:
+    out, _, _, _ = run_site(tmp_path, "plan")
+    message = out[out.index("TASK [Plan the site (on the controller"):]
+    assert "do not fit the roles' meta/argument_specs.yml" not in message, message[:3000]
+    assert "cannot be planned" in message, message[:3000]

@@ -96,3 +96,27 @@ def test_a_template_left_unrendered_is_a_problem(value: object) -> None:
     values, broken = variables.read_values(["v"], lambda n: True, lambda n: value)
     assert values == {}
     assert "still holds a template" in broken["v"]
+
+
+def test_a_likely_typo_of_a_role_variable_is_named_with_what_was_meant() -> None:
+    specs = {r: variables.role_options(r) for r in ("model_weights", "rdma", "sglang_server")}
+    found = variables.unknown_names(["model_weights_revison", "rdma_vlan_of_another_role", "sglang_server_prot",
+                                     "model_weights_source"], specs)
+    # model_weights_revison is close to a documented name; the rdma_ name is nobody's typo (another role may own it);
+    # sglang_* names are the plan's to judge
+    assert found == {"model_weights": ["model_weights_revison is not a variable of model_weights; "
+                                       "did you mean model_weights_revision?"]}
+
+
+@pytest.mark.parametrize("token", ["hf_abcdefghijklmnop", "sk-ant-api03-TOPSECRET", "ghp_0123456789abcdefXYZ",
+                                   "AKIAIOSFODNN7EXAMPLE"])
+def test_token_shaped_values_are_masked_wherever_they_are_quoted(token: str) -> None:
+    text = variables.redact(f"sglang_port: expected an integer, got str '{token}'")
+    assert token not in text
+    assert text.startswith("sglang_port: expected an integer, got str '")
+
+
+def test_a_refusal_says_what_the_spec_wants() -> None:
+    found = variables.role_errors({"sglang_server": variables.role_options("sglang_server")},
+                                  {"sglang_server_health_timeout": "20m"})
+    assert "(sglang_server_health_timeout wants int, default " in found["sglang_server"][0]

@@ -9,9 +9,11 @@ Controller side; the metalserve.sglang.check_variables action runs it.
 """
 from __future__ import annotations
 
+import difflib
+import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
@@ -53,6 +55,13 @@ def _unrendered(value: Any) -> bool:
     return False
 
 
+def undefined_name_only(error: str) -> str:
+    """Of a secret's templating error, only the name of the undefined variable it uses (names are not secret;
+    other errors may quote the template, which may hold the secret)."""
+    found = re.search(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined", error)
+    return f": it uses the undefined variable {found.group(1)}" if found else ""
+
+
 def read_values(names: list[str], has: Callable[[str], bool], get: Callable[[str], Any],
                 secrets: frozenset[str] | set[str] = frozenset()) -> tuple[dict[str, Any], dict[str, str]]:
     """The variables a host sets, templated; a value that cannot be templated is a problem of its own (for a
@@ -65,7 +74,8 @@ def read_values(names: list[str], has: Callable[[str], bool], get: Callable[[str
         try:
             value = get(name)
         except Exception as exc:  # noqa: BLE001 - an undefined or broken template is reported, not raised
-            detail = "" if name in secrets else f": {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            detail = undefined_name_only(str(exc)) if name in secrets else \
+                f": {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
             broken[name] = f"{name} could not be templated{detail}"
             continue
         if _unrendered(value):
@@ -75,8 +85,19 @@ def read_values(names: list[str], has: Callable[[str], bool], get: Callable[[str
     return values, broken
 
 
+def _wants(option: Mapping[str, Any]) -> str:
+    """What a role's spec accepts for one option, in a few words."""
+    parts = [str(option.get("type", "str"))]
+    if option.get("elements"):
+        parts[0] += f" of {option['elements']}"
+    if "default" in option and not option.get("no_log"):
+        parts.append(f"default {option['default']!r}")
+    return ", ".join(parts)
+
+
 def role_errors(specs: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Each role's refusals of these values (secrets masked), as Ansible's validator words them."""
+    """Each role's refusals of these values, as Ansible's validator words them, with what the spec wants; secrets
+    and anything that looks like a token are masked."""
     out: dict[str, list[str]] = {}
     for role, options in specs.items():
         given = {k: v for k, v in values.items() if k in options}
@@ -84,8 +105,43 @@ def role_errors(specs: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any
         if result.error_messages:
             secrets = set(result._no_log_values)  # noqa: SLF001 - the validator's own list of no_log values
             secrets |= {str(given[k]) for k, o in options.items() if o.get("no_log") and given.get(k) not in (None, "")}
-            out[role] = [str(remove_values(m, secrets)) for m in result.error_messages]
+            messages = []
+            for message in result.error_messages:
+                text = redact(str(remove_values(message, secrets)))
+                named = re.search(r"argument '(\w+)'|value of (\w+) must be", text)
+                name = next((n for n in named.groups() if n), None) if named else None
+                if name in options:
+                    text += f" ({name} wants {_wants(options[name])}; see roles/{role}/README.md)"
+                messages.append(text)
+            out[role] = messages
     return out
+
+
+def unknown_names(names: Iterable[str], specs: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Likely typos of a role's variables: a name with the role's prefix that the role does not document but that
+    is close to one it does. Names with no close match are left alone (another role of the site may own them);
+    sglang_* names are the plan's to judge (it owns that prefix)."""
+    out: dict[str, list[str]] = {}
+    for role, options in specs.items():
+        prefix = f"{role}_"
+        if prefix.startswith("sglang_"):
+            continue
+        for name in sorted(n for n in names if n.startswith(prefix) and n not in options):
+            close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.8)
+            if close:
+                out.setdefault(role, []).append(
+                    f"{name} is not a variable of {role}; did you mean {' or '.join(close)}?")
+    return out
+
+
+#: common token formats (Hugging Face, OpenAI/Anthropic-style keys, GitHub, GitLab, Slack, AWS access key ids)
+TOKEN = re.compile(r"\b(hf_[A-Za-z0-9]{6,}|sk-[A-Za-z0-9_-]{6,}|gh[pousr]_[A-Za-z0-9]{10,}|glpat-[A-Za-z0-9_-]{10,}"
+                   r"|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})")
+
+
+def redact(text: str) -> str:
+    """A token pasted into the wrong variable must not reach the log through an error that quotes the value."""
+    return TOKEN.sub(lambda m: m.group(0)[:3] + "********", text)
 
 
 def failure_text(errors: Mapping[str, Mapping[str, list[str]]], checked: int) -> str:
@@ -97,7 +153,7 @@ def failure_text(errors: Mapping[str, Mapping[str, list[str]]], checked: int) ->
             for message in messages:
                 hosts_of.setdefault((role, message), []).append(host)
     lines = [f"the variables of {len(errors)} of {checked} host(s) do not fit the roles' meta/argument_specs.yml "
-             "(each variable is described in roles/<role>/README.md); nothing was changed:"]
+             "(each variable is described in roles/<role>/README.md):"]
     for (role, message), hosts in sorted(hosts_of.items()):
         lines.append(f"  {role}: {message} (on {', '.join(hosts)})")
     return "\n".join(lines)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
 
 READ_ALSO = ("ansible_host", "ansible_python_interpreter")
@@ -15,11 +16,33 @@ PREFIXES = ("sglang_", "monitoring_")
 FACTS = ("metalserve_fabric", "metalserve_gpu", "default_ipv4")
 
 
-def host_vars(hostvars: Any, host: str) -> dict[str, Any]:
-    """One host's variables as the plan reads them (plain data)."""
+#: names whose templating errors are shown by the undefined variable's name only (a syntax error may quote the value)
+SECRET_HINTS = ("token", "key", "password", "secret")
+
+
+def _read(view: Any, name: str, broken: list[str]) -> tuple[bool, Any]:
+    try:
+        return True, to_plain(view[name])
+    except Exception as exc:  # noqa: BLE001 - reported as the host's problem, with the variable's name
+        error = str(exc)
+        detail = variables.undefined_name_only(error)
+        if not detail and not any(h in name for h in SECRET_HINTS):
+            detail = ": " + variables.redact(error.splitlines()[0] if error else type(exc).__name__)
+        broken.append(f"{name} could not be templated{detail}")
+        return False, None
+
+
+def host_vars(hostvars: Any, host: str, broken: list[str] | None = None) -> dict[str, Any]:
+    """One host's variables as the plan reads them (plain data). A variable that cannot be templated (an undefined
+    variable in its template) is left out and described in `broken`."""
+    broken = [] if broken is None else broken
     view = hostvars[host]
     names = [k for k in view if str(k).startswith(PREFIXES) or k in READ_ALSO]
-    out = {str(k): to_plain(view[k]) for k in names}
+    out = {}
+    for k in names:
+        ok, value = _read(view, k, broken)
+        if ok:
+            out[str(k)] = value
     if "ansible_facts" in view:
         facts = view["ansible_facts"]
         wanted = list(FACTS)
@@ -31,8 +54,17 @@ def host_vars(hostvars: Any, host: str) -> dict[str, Any]:
     return out
 
 
-def site_inputs(task_vars: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
-    """(hostvars, groups) of the whole inventory, as placement.plan_site() takes them."""
+def site_inputs(task_vars: dict[str, Any], broken: dict[str, list[str]] | None = None,
+                ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """(hostvars, groups) of the whole inventory, as placement.plan_site() takes them; variables that cannot be
+    templated go into `broken` per host."""
+    broken = {} if broken is None else broken
     groups = {str(g): [str(h) for h in members] for g, members in task_vars["groups"].items()}
     hostvars_view = task_vars["hostvars"]
-    return {h: host_vars(hostvars_view, h) for h in sorted(groups.get("all", []))}, groups
+    out = {}
+    for h in sorted(groups.get("all", [])):
+        problems: list[str] = []
+        out[h] = host_vars(hostvars_view, h, problems)
+        if problems:
+            broken[h] = problems
+    return out, groups
