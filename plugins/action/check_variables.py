@@ -21,10 +21,10 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        _, args = self.validate_argument_spec(argument_spec={
+        args = self.validate_argument_spec(argument_spec={
             "roles": {"type": "list", "elements": "str", "required": True},
             "hosts": {"type": "list", "elements": "str"},
-            "fail_on_error": {"type": "bool", "default": True}})
+            "fail_on_error": {"type": "bool", "default": True}})[1]
         roles = list(args["roles"])
         hosts = list(args.get("hosts") or task_vars.get("ansible_play_hosts") or [])
         unknown = sorted(set(hosts) - set(task_vars["hostvars"]))

@@ -95,7 +95,7 @@ def test_every_mistake_of_a_site_is_named_in_one_message_before_anything_changes
 
 
 def test_plan_mistakes_alone_stop_site_yml_in_the_plan(tmp_path: Path) -> None:
-    out, _, _, _ = run_site(tmp_path, "plan")
+    out = run_site(tmp_path, "plan")[0]
     message = out[out.index("TASK [Plan the site (on the controller"):]
     assert "do not fit the roles' meta/argument_specs.yml" not in message, message[:3000]
     assert "cannot be planned" in message, message[:3000]

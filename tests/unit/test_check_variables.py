@@ -79,8 +79,8 @@ def test_a_secret_that_cannot_be_templated_is_named_without_the_error_text() -> 
 
     def get(name: str) -> str:
         raise RuntimeError(f"template error while templating string: unexpected end. String: {secret}")
-    _, broken = variables.read_values(["sglang_server_hf_token", "sglang_port"], lambda n: True, get,
-                                      {"sglang_server_hf_token"})
+    names = ["sglang_server_hf_token", "sglang_port"]
+    broken = variables.read_values(names, lambda n: True, get, {"sglang_server_hf_token"})[1]
     assert broken["sglang_server_hf_token"] == "sglang_server_hf_token could not be templated"
     assert secret in broken["sglang_port"]  # not a secret: the error's own words help
 
