@@ -80,7 +80,7 @@ class ActionModule(ActionBase):
             rest = {h: ms for h, ms in rest.items() if ms}
             if rest:
                 parts.append(variables.redact(placement.failure_text(rest, len(involved))))
-            result.update(failed=True, changed=False, variable_errors=variable_errors, msg="\n".join(parts),
+            result.update(failed=True, changed=False, msg="\n".join(parts),
                           errors={h: [variables.redact(m) for m in ms] for h, ms in errors.items()})
             return result
         result.update(changed=False, plans=plans, errors=errors, monitoring=site.get("monitoring") or {})

@@ -75,10 +75,6 @@ errors:
   description: Problem per host that could not be planned.
   returned: always
   type: dict
-variable_errors:
-  description: The O(variable_errors) it was given, as reported in its failure message.
-  returned: when the task fails
-  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
