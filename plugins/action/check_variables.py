@@ -50,7 +50,8 @@ class ActionModule(ActionBase):
                 errors[host] = found
         result.update(changed=False, errors=errors)
         if errors:
-            result.update(failed=bool(args["fail_on_error"]), msg=variables.failure_text(errors, len(hosts)))
+            result.update(failed=bool(args["fail_on_error"]),
+                          msg=variables.redact(variables.failure_text(errors, len(hosts))))
         else:
             result["msg"] = f"the variables of {len(hosts)} host(s) fit the argument specs of {len(roles)} role(s)"
         return result

@@ -52,7 +52,7 @@ class ActionModule(ActionBase):
         try:
             site = placement.plan_site(hostvars, groups)
         except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
-            if not variable_errors:
+            if not variable_errors and not broken:
                 raise
             site = {"plans": {}, "errors": {}, "monitoring": {}}
             variable_errors.setdefault(wanted[0] if wanted else "site", {}).setdefault("plan", []).append(
@@ -67,13 +67,13 @@ class ActionModule(ActionBase):
         warnings += [f"{h} (not in this run): {m}" for h, ms in sorted(elsewhere.items()) for m in ms]
         warnings += list((site.get("monitoring") or {}).get("warnings") or [])
         if warnings:
-            result["warnings"] = warnings
+            result["warnings"] = [variables.redact(w) for w in warnings]
         if (here or variable_errors) and args.get("fail_on_error", True):
             # the failure carries what an operator acts on; the plans would bury it (thousands of lines)
             parts = [f"refused before anything changed (reported once for the site, on "
                      f"{task_vars.get('inventory_hostname', 'the first host')}; the hosts at fault are named below)"]
             if variable_errors:
-                parts.append(variables.failure_text(variable_errors, len(wanted)))
+                parts.append(variables.redact(variables.failure_text(variable_errors, len(wanted))))
             # a problem the variable check already named (a variable that cannot be templated) is said once
             said = {h: {m for ms in v.values() for m in ms} for h, v in variable_errors.items()}
             rest = {h: [m for m in ms if m not in said.get(h, set())] for h, ms in here.items()}
@@ -83,7 +83,8 @@ class ActionModule(ActionBase):
             result.update(failed=True, changed=False, msg="\n".join(parts),
                           errors={h: [variables.redact(m) for m in ms] for h, ms in errors.items()})
             return result
-        result.update(changed=False, plans=plans, errors=errors, monitoring=site.get("monitoring") or {})
+        result.update(changed=False, plans=plans, monitoring=site.get("monitoring") or {},
+                      errors={h: [variables.redact(m) for m in ms] for h, ms in errors.items()})
         if here:
             result["failed"] = False
             result["msg"] = variables.redact(placement.failure_text(here, len(involved)))

@@ -19,6 +19,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import TEMPLATE_DIR, render_all, stale_dirs
@@ -72,10 +73,11 @@ class ActionModule(ActionBase):
             warnings = [f"{h}: {w}" for h, p in sorted(site["plans"].items()) for w in p.get("warnings", [])]
             warnings += list((site.get("monitoring") or {}).get("warnings") or [])
             if warnings:
-                result["warnings"] = warnings
+                result["warnings"] = [variables.redact(w) for w in warnings]
             if site["errors"]:
-                result.update(failed=True, changed=False, errors=site["errors"],
-                              msg=placement.failure_text(site["errors"], len(hostvars)))
+                result.update(failed=True, changed=False,
+                              errors={h: [variables.redact(m) for m in ms] for h, ms in site["errors"].items()},
+                              msg=variables.redact(placement.failure_text(site["errors"], len(hostvars))))
                 return result
             plans, site_monitoring = site["plans"], site.get("monitoring") or {}
             preflight = self._preflight(plans, task_vars)

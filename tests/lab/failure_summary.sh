@@ -16,7 +16,7 @@ awk '
     if (header != shown) { print header; shown = header }
     print; lines = 25; next
   }
-  /^(ERROR|CRITICAL) / { print; next }
+  /^(ERROR|CRITICAL) |^ERROR!|^\[ERROR\]:/ { print; next }
   lines > 0 { print; lines-- }
 ' "$log" | tail -80
 echo "==================== end of what failed ===================="

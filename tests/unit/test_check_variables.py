@@ -60,7 +60,7 @@ def test_values_that_cannot_be_templated_are_problems_not_crashes() -> None:
         return "fine"
     values, broken = variables.read_values(["a", "b", "c"], lambda n: n != "c", get)
     assert values == {"a": "fine"}
-    assert broken == {"b": "b could not be templated: 'rack_vlan' is undefined"}
+    assert broken == {"b": "b could not be templated: it uses the undefined variable rack_vlan"}
 
 
 def test_one_message_names_every_host_once_per_mistake() -> None:
@@ -85,17 +85,36 @@ def test_a_secret_that_cannot_be_templated_is_named_without_the_error_text() -> 
     assert secret in broken["sglang_port"]  # not a secret: the error's own words help
 
 
+def test_a_templating_mistake_is_worded_the_same_by_the_check_and_the_plan() -> None:
+    """The plan drops what the variable check already said by comparing the words, so they must be the same."""
+    error = "'rack_port' is undefined"
+    assert variables.templating_problem("sglang_port", error, variables.is_secret("sglang_port")) == \
+        "sglang_port could not be templated: it uses the undefined variable rack_port"
+    assert variables.templating_problem("sglang_hf_token", error, variables.is_secret("sglang_hf_token")) == \
+        "sglang_hf_token could not be templated: it uses the undefined variable rack_port"
+
+
+def test_a_roles_own_outputs_are_not_typos() -> None:
+    specs = {r: variables.role_options(r) for r in ("model_weights", "node_acceptance")}
+    assert "model_weights_result" in variables.role_outputs("model_weights")
+    assert variables.unknown_names(["model_weights_result"], specs) == {}
+
+
 def test_the_roles_mark_their_secrets_no_log() -> None:
     specs = {r: variables.role_options(r) for r in ROLES}
     assert {"sglang_server_hf_token", "sglang_server_api_key", "model_weights_hf_token"} <= variables.secret_names(specs)
 
 
 @pytest.mark.parametrize("value", ["{{ rack_vlan }}", ["ok", "{% if x %}y{% endif %}"], {"a": {"b": "{{ c }}"}}])
-def test_a_template_left_unrendered_is_a_problem(value: object) -> None:
-    """ansible-core before 2.19 hands an undefined variable's template back as text through hostvars."""
+def test_a_template_left_unrendered_is_a_problem_before_2_19(value: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ansible-core before 2.19 hands an undefined variable's template back as text through hostvars; from 2.19 on
+    the read fails instead, and a `{{` still there was meant literally."""
+    monkeypatch.setattr(variables, "TEMPLATES_COME_BACK_AS_TEXT", True)
     values, broken = variables.read_values(["v"], lambda n: True, lambda n: value)
     assert values == {}
     assert "still holds a template" in broken["v"]
+    monkeypatch.setattr(variables, "TEMPLATES_COME_BACK_AS_TEXT", False)
+    assert variables.read_values(["v"], lambda n: True, lambda n: value) == ({"v": value}, {})
 
 
 def test_a_likely_typo_of_a_role_variable_is_named_with_what_was_meant() -> None:

@@ -18,6 +18,10 @@ from typing import Any, Callable, Iterable, Mapping
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
+from ansible.release import __version__ as ansible_version
+
+#: ansible-core before 2.19 returns an undefined variable's template as text through hostvars
+TEMPLATES_COME_BACK_AS_TEXT = tuple(int(p) for p in re.findall(r"\d+", ansible_version)[:2]) < (2, 19)
 
 #: the collection's roles/ (plugins/plugin_utils/checks/ is three levels below the collection's root)
 ROLES_DIR = Path(__file__).resolve().parents[3] / "roles"
@@ -45,7 +49,10 @@ def secret_names(specs: Mapping[str, Mapping[str, Any]]) -> set[str]:
 
 def _unrendered(value: Any) -> bool:
     """A string still holding Jinja after templating: ansible-core before 2.19 hands an undefined variable's
-    template back as text through hostvars instead of failing."""
+    template back as text through hostvars instead of failing. From 2.19 on such a read fails, and a `{{` that is
+    still there was meant literally (!unsafe), so nothing is refused."""
+    if not TEMPLATES_COME_BACK_AS_TEXT:
+        return False
     if isinstance(value, str):
         return "{{" in value or "{%" in value
     if isinstance(value, dict):
@@ -62,6 +69,24 @@ def undefined_name_only(error: str) -> str:
     return f": it uses the undefined variable {found.group(1)}" if found else ""
 
 
+#: names that hold secrets although no role spec marks them no_log (inventory variables such as sglang_hf_token)
+SECRET_HINTS = ("token", "key", "password", "secret")
+
+
+def is_secret(name: str, secrets: frozenset[str] | set[str] = frozenset()) -> bool:
+    return name in secrets or any(hint in name for hint in SECRET_HINTS)
+
+
+def templating_problem(name: str, error: str, secret: bool) -> str:
+    """The one wording for a variable that cannot be templated (the variable check and the plan both use it, so a
+    mistake is said once): an undefined variable by its name; other errors by their first line, masked, except
+    for secrets, whose template may be quoted in it."""
+    detail = undefined_name_only(error)
+    if not detail and not secret:
+        detail = ": " + redact(error.splitlines()[0] if error else "it could not be rendered")
+    return f"{name} could not be templated{detail}"
+
+
 def read_values(names: list[str], has: Callable[[str], bool], get: Callable[[str], Any],
                 secrets: frozenset[str] | set[str] = frozenset()) -> tuple[dict[str, Any], dict[str, str]]:
     """The variables a host sets, templated; a value that cannot be templated is a problem of its own (for a
@@ -74,9 +99,7 @@ def read_values(names: list[str], has: Callable[[str], bool], get: Callable[[str
         try:
             value = get(name)
         except Exception as exc:  # noqa: BLE001 - an undefined or broken template is reported, not raised
-            detail = undefined_name_only(str(exc)) if name in secrets else \
-                f": {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-            broken[name] = f"{name} could not be templated{detail}"
+            broken[name] = templating_problem(name, str(exc) or type(exc).__name__, is_secret(name, secrets))
             continue
         if _unrendered(value):
             broken[name] = f"{name} could not be templated (it still holds a template: is a variable it uses undefined?)"
@@ -117,6 +140,19 @@ def role_errors(specs: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any
     return out
 
 
+@lru_cache(maxsize=None)
+def role_outputs(role: str, roles_dir: str = str(ROLES_DIR)) -> frozenset[str]:
+    """Names a role sets itself (register: and set_fact keys with its prefix in its tasks), which a later check of
+    the same run must not take for typos."""
+    prefix = re.escape(f"{role}_")
+    found: set[str] = set()
+    for path in sorted((Path(roles_dir) / role / "tasks").glob("*.yml")):
+        text = path.read_text(encoding="utf-8")
+        found.update(re.findall(rf"register:\s*({prefix}\w+)", text))
+        found.update(re.findall(rf"^\s+({prefix}\w+):", text, re.M))
+    return frozenset(found)
+
+
 def unknown_names(names: Iterable[str], specs: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
     """Likely typos of a role's variables: a name with the role's prefix that the role does not document but that
     is close to one it does. Names with no close match are left alone (another role of the site may own them);
@@ -126,7 +162,8 @@ def unknown_names(names: Iterable[str], specs: Mapping[str, Mapping[str, Any]]) 
         prefix = f"{role}_"
         if prefix.startswith("sglang_"):
             continue
-        for name in sorted(n for n in names if n.startswith(prefix) and n not in options):
+        outputs = role_outputs(role)
+        for name in sorted(n for n in names if n.startswith(prefix) and n not in options and n not in outputs):
             close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.8)
             if close:
                 out.setdefault(role, []).append(

@@ -16,19 +16,11 @@ PREFIXES = ("sglang_", "monitoring_")
 FACTS = ("metalserve_fabric", "metalserve_gpu", "default_ipv4")
 
 
-#: names whose templating errors are shown by the undefined variable's name only (a syntax error may quote the value)
-SECRET_HINTS = ("token", "key", "password", "secret")
-
-
 def _read(view: Any, name: str, broken: list[str]) -> tuple[bool, Any]:
     try:
         return True, to_plain(view[name])
     except Exception as exc:  # noqa: BLE001 - reported as the host's problem, with the variable's name
-        error = str(exc)
-        detail = variables.undefined_name_only(error)
-        if not detail and not any(h in name for h in SECRET_HINTS):
-            detail = ": " + variables.redact(error.splitlines()[0] if error else type(exc).__name__)
-        broken.append(f"{name} could not be templated{detail}")
+        broken.append(variables.templating_problem(name, str(exc) or type(exc).__name__, variables.is_secret(name)))
         return False, None
 
 
