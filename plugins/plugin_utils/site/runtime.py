@@ -16,7 +16,7 @@ import functools
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 import yaml
 
@@ -193,6 +193,12 @@ def inputs(hv: dict[str, Any], roles: tuple[str, ...]) -> dict[str, Any]:
         out.update(settings(hv, role))
     secret = secret_options()
     return {k: v for k, v in sorted(out.items()) if k not in secret}
+
+
+def plan_missing(sites: Iterable[Any]) -> bool:
+    """Whether any host of a play lacks the site plan (its metalserve_site is unset, emptied or not a plan): the
+    roles then plan once for the play, and the plan reaches every host of it."""
+    return any(not isinstance(site, Mapping) or "plans" not in site for site in sites)
 
 
 def drift(planned: dict[str, Any], seen: list[Any]) -> list[str]:
