@@ -4,7 +4,7 @@
 """Action plugin metalserve.sglang.plan: the plan of every host of the site, made once on the controller.
 
 Reads the sglang_* variables of the whole inventory (and the facts the plan uses, where gathered or
-cached), calls placement.plan_site() and returns {plans: {host: plan}, errors: {host: [problem]}}.
+cached), calls site_plan.plan_site() and returns {plans: {host: plan}, errors: {host: [problem]}}.
 Problems of the hosts in this run (and of the hosts they depend on) fail the task with one message for
 all of them; problems of hosts outside the run (--limit) are warnings. It never connects to a host and
 changes nothing, so it is check-mode safe.
@@ -16,7 +16,8 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 
 
 def _depends_on(plans: dict[str, Any], hosts: list[str]) -> set[str]:
@@ -50,7 +51,7 @@ class ActionModule(ActionBase):
         # problems check_variables found (site.yml hands them over so that one message carries every mistake)
         variable_errors = {str(h): v for h, v in (args.get("variable_errors") or {}).items() if v}
         try:
-            site = placement.plan_site(hostvars, groups)
+            site = site_plan.plan_site(hostvars, groups)
         except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
             if not variable_errors and not broken:
                 raise
@@ -79,7 +80,7 @@ class ActionModule(ActionBase):
             rest = {h: [m for m in ms if m not in said.get(h, set())] for h, ms in here.items()}
             rest = {h: ms for h, ms in rest.items() if ms}
             if rest:
-                parts.append(variables.redact(placement.failure_text(rest, len(involved))))
+                parts.append(variables.redact(site_plan.failure_text(rest, len(involved))))
             result.update(failed=True, changed=False, msg="\n".join(parts),
                           errors={h: [variables.redact(m) for m in ms] for h, ms in errors.items()})
             return result
@@ -87,7 +88,7 @@ class ActionModule(ActionBase):
                       errors={h: [variables.redact(m) for m in ms] for h, ms in errors.items()})
         if here:
             result["failed"] = False
-            result["msg"] = variables.redact(placement.failure_text(here, len(involved)))
+            result["msg"] = variables.redact(site_plan.failure_text(here, len(involved)))
         else:
             result["msg"] = f"planned {len(plans)} host(s)"
         return result

@@ -21,7 +21,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import TEMPLATE_DIR, render_all, stale_dirs
 
 
@@ -68,7 +69,7 @@ class ActionModule(ActionBase):
             hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
             if not hostvars:
                 raise AnsibleActionFail("the inventory has no hosts: check the -i path (ansible-inventory --graph)")
-            site = placement.plan_site(hostvars, groups)
+            site = site_plan.plan_site(hostvars, groups)
             site["errors"] = {**site["errors"], **{h: m + site["errors"].get(h, []) for h, m in broken.items()}}
             warnings = [f"{h}: {w}" for h, p in sorted(site["plans"].items()) for w in p.get("warnings", [])]
             warnings += list((site.get("monitoring") or {}).get("warnings") or [])
@@ -77,7 +78,7 @@ class ActionModule(ActionBase):
             if site["errors"]:
                 result.update(failed=True, changed=False,
                               errors={h: [variables.redact(m) for m in ms] for h, ms in site["errors"].items()},
-                              msg=variables.redact(placement.failure_text(site["errors"], len(hostvars))))
+                              msg=variables.redact(site_plan.failure_text(site["errors"], len(hostvars))))
                 return result
             plans, site_monitoring = site["plans"], site.get("monitoring") or {}
             preflight = self._preflight(plans, task_vars)

@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan
 from ansible_collections.metalserve.sglang.tests.helpers import REVISIONS, ROOT, selection_of, upstream, upstream_nodes, upstream_tokens
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import plan_site
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site
 
 PAIR = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
         "sglang_instance_group": "pair", "sglang_rack": "B"}

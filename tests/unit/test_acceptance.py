@@ -409,7 +409,7 @@ def test_error_summary_keeps_the_cause_not_the_traceback() -> None:
 
 def test_the_docker_probe_runs_under_the_serving_containers_conditions() -> None:
     """Whatever the serving unit gives its container (GPUs, IPC, shm, HCAs) the probe's container gets too."""
-    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan
     pair = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
             "sglang_instance_group": "g",
             "sglang_image": "img:v0.5.23", "ansible_facts": {"metalserve_fabric": {"uverbs_present": True, "devices": []}}}

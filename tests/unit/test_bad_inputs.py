@@ -17,6 +17,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.tests.helpers import REAL_X2, ROOT, SYNTH_X8, raw_from_capture
@@ -45,7 +46,7 @@ def test_the_matrix_is_big_enough_and_ids_are_unique() -> None:
 @pytest.mark.parametrize("case", MATRIX["plan"], ids=ids("plan"))
 def test_plan_refuses(case: dict[str, Any]) -> None:
     hostvars, groups, host = site(case)
-    problems = placement.plan_site(hostvars, groups)["errors"].get(host)
+    problems = site_plan.plan_site(hostvars, groups)["errors"].get(host)
     assert problems, f"{host} was planned without a problem"
     text = "\n".join(problems)
     assert re.search(case["expect"], text, re.M), text
@@ -96,7 +97,7 @@ def test_preflight_refuses(case: dict[str, Any]) -> None:
     shapes = node_shapes()
     hostvars, groups, host = site(case)
     facts = {h: shapes[name] for h, name in case["facts"].items()}
-    report = pc.check_host(placement.host_plan(host, hostvars, groups), facts, CATALOG, pc.Limits())
+    report = pc.check_host(site_plan.host_plan(host, hostvars, groups), facts, CATALOG, pc.Limits())
     text = pc.report_text([report], {})
     assert report.problems, text
     assert re.search(case["expect"], text), text
@@ -104,6 +105,6 @@ def test_preflight_refuses(case: dict[str, Any]) -> None:
 
 def test_preflight_passes_a_good_node() -> None:
     """The same shapes pass when nothing is wrong, so the refusals above are about the mistake."""
-    report = pc.check_host(placement.host_plan("n", {"n": dict(BASE)}, {"all": ["n"]}), {"n": node_shapes()["h200-x8"]},
+    report = pc.check_host(site_plan.host_plan("n", {"n": dict(BASE)}, {"all": ["n"]}), {"n": node_shapes()["h200-x8"]},
                            CATALOG, pc.Limits())
     assert report.problems == []

@@ -10,6 +10,7 @@ import yaml
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, raw_from_capture
@@ -55,7 +56,7 @@ def test_preflight_on_the_machine(tag: str, capture: Path, count: int) -> None:
     gpu = gpu_probe.compose(raw_from_capture(capture), CATALOG.gpus)
     # the runs predate cookbook revisions: they rendered the seed page, 03d5035a (its h200/fp8/balanced cell)
     ran = {**yaml.safe_load((RUNS / tag / "fp8.vars").read_text()), "sglang_cookbook_revision": "03d5035a"}
-    plan = placement.host_plan(tag, {tag: ran}, {})
+    plan = site_plan.host_plan(tag, {tag: ran}, {})
     report = pc.check_host(plan, {tag: {"gpu": gpu, "fabric": {}, "weights_staged": True}}, CATALOG, pc.Limits())
     assert report.problems[0] in refused  # the same words the role printed there
     assert f"this node has {count} (NVIDIA H200)" in report.problems[0]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import fabric_probe
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.fabric_env import fabric_settings
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan
 from ansible_collections.metalserve.sglang.tests.helpers import ib_tree
 
 ROCE = {3: ("0000:0000:0000:0000:0000:ffff:0a0a:020b", "RoCE v2", "ens1f0np0")}

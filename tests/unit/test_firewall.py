@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan
 
 PAIR = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
         "sglang_instance_group": "pair"}

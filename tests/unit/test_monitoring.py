@@ -19,7 +19,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import en
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import knobs
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, monitoring, render
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import plan_site
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site
 from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, ROOT
 from ansible_collections.metalserve.sglang.tests.unit.monitoring_site import groups, hostvars, site
 

@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan, plan_site
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan, plan_site
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 PAIR = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,

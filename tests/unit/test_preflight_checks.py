@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, REAL_X2, SYNTH_X8, raw_from_capture
@@ -30,7 +31,7 @@ TINY = [{"id": "tiny-moe", "checkpoints": {"bf16": {"id": "example-org/Tiny-MoE"
 
 def run(hostvars: dict[str, dict[str, Any]], facts: dict[str, dict[str, Any]], host: str,
         groups: dict[str, list[str]] | None = None, limits: pc.Limits | None = None) -> pc.Report:
-    plan = placement.host_plan(host, hostvars, groups or {})
+    plan = site_plan.host_plan(host, hostvars, groups or {})
     catalog = load_catalog(hostvars[host].get("sglang_recipes"))
     return pc.check_host(plan, facts, catalog, limits or pc.Limits())
 

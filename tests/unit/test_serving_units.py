@@ -12,7 +12,7 @@ import yaml
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import units as su
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan
 from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 FAMILIES = {

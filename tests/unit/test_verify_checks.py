@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.metalserve.sglang.plugins.filter.verify import verify_target
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import verify as vc
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan
 
 H200 = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}
 

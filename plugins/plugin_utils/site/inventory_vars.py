@@ -48,7 +48,7 @@ def host_vars(hostvars: Any, host: str, broken: list[str] | None = None) -> dict
 
 def site_inputs(task_vars: dict[str, Any], broken: dict[str, list[str]] | None = None,
                 ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
-    """(hostvars, groups) of the whole inventory, as placement.plan_site() takes them; variables that cannot be
+    """(hostvars, groups) of the whole inventory, as site.plan.plan_site() takes them; variables that cannot be
     templated go into `broken` per host."""
     broken = {} if broken is None else broken
     groups = {str(g): [str(h) for h in members] for g, members in task_vars["groups"].items()}

@@ -43,7 +43,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import be
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.engine import format_address
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, runtime
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, placement, runtime
 
 GROUP = "monitoring"
 ROLE = "monitoring"
@@ -726,8 +726,6 @@ def site_monitoring(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[s
 
 
 def placement_loopback(plan: dict[str, Any], monitors: list[str], hostvars: dict[str, dict[str, Any]]) -> bool:
-    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement  # noqa: PLC0415
-
     if not placement.is_loopback(plan["listen_address"]):
         return False
     return any(not placement.same_machine(plan["host"], hostvars[plan["host"]], m, hostvars.get(m, {}))

@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The site plan, made once: every host's plan, in the order the parts depend on each other. Pure.
+
+    placement     servers (command, rank, head, install, unit settings), then routers (they read the servers)
+    monitoring    exporters and their ports on every planned host
+    coherence     the site-wide checks over the final commands, units, ports and node stacks
+    units         the very text of the files the serving roles write
+    monitoring    the monitoring hosts' files and every node's scrape firewall
+
+This module is the only one that imports them all; none of them imports it, so there is no cycle to hide.
+render.yml, the plan action and every role read what plan_site() returns; none recomputes it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import coherence, monitoring, placement, units
+
+
+def check_pd_has_router(plan: dict[str, Any], routers: dict[str, dict[str, Any]]) -> None:
+    if plan["recipe"]["pd_role"] and plan["rank"] == 0 and not any(
+            plan["host"] in r["worker_hosts"] for r in routers.values()):
+        raise RecipeError(
+            f"sglang_pd: {plan['host']} is a PD {plan['recipe']['pd_role']} worker but no router fronts it; add a host "
+            "with sglang_role: router and sglang_router_workers_group naming a group that contains it")
+
+
+def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> dict[str, Any]:
+    """Every host's plan, made once: {plans: {host: plan}, errors: {host: [message, ...]}, monitoring: {...}}."""
+    plans: dict[str, dict[str, Any]] = {}
+    errors: dict[str, list[str]] = {}
+
+    def attempt(host: str, make: Any) -> None:
+        try:
+            plans[host] = make()
+        except RecipeError as exc:
+            errors.setdefault(host, []).append(str(exc))
+
+    roles: dict[str, str] = {}
+    for host in sorted(hostvars):
+        try:
+            roles[host] = placement.role_of(hostvars[host])
+        except RecipeError as exc:
+            errors.setdefault(host, []).append(str(exc))
+        errors_here = placement.variable_errors(host, hostvars[host])
+        if errors_here:
+            errors.setdefault(host, []).extend(errors_here)
+    for host, role in roles.items():
+        if role == "server":
+            attempt(host, lambda h=host: placement.server_plan(h, hostvars, groups))
+        elif role == "none":
+            attempt(host, lambda h=host: placement.none_plan(h, hostvars[h]))
+    servers = {h: p for h, p in plans.items() if p["role"] == "server"}
+    for host, role in roles.items():
+        if role == "router":
+            attempt(host, lambda h=host: placement.router_plan(h, hostvars, groups, servers, errors))
+    routers = {h: p for h, p in plans.items() if p["role"] == "router"}
+    for host, plan in servers.items():
+        try:
+            check_pd_has_router(plan, routers)
+        except RecipeError as exc:
+            errors.setdefault(host, []).append(str(exc))
+    monitoring.attach(plans, hostvars, groups, errors)  # exporters and their ports, before the site checks
+    for host, message in coherence.site_problems(plans, hostvars, groups, errors):
+        errors.setdefault(host, []).append(message)
+    for host, plan in plans.items():
+        if host in errors or plan["role"] == "none":
+            continue
+        try:
+            plan["files"] = units.node_files(plan, plans, hostvars)
+        except RecipeError as exc:
+            errors.setdefault(host, []).append(str(exc))
+    site_monitoring = monitoring.site_monitoring(plans, hostvars, groups, errors)
+    return {"plans": plans, "errors": {h: _unique(m) for h, m in sorted(errors.items())},
+            "monitoring": site_monitoring}
+
+
+def _unique(messages: list[str]) -> list[str]:
+    return list(dict.fromkeys(messages))
+
+
+def failure_text(errors: dict[str, list[str]], total: int) -> str:
+    """All hosts' problems in one message, one line per problem."""
+    lines = [f"{len(errors)} of {total} host(s) cannot be planned:"]
+    for host, messages in sorted(errors.items()):
+        lines += [f"  - {host}: {m}" for m in messages]
+    return "\n".join(lines)
+
+
+def host_plan(host: str, hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> dict[str, Any]:
+    """The plan of one host (planning the whole site it belongs to); raises its first problem."""
+    site = plan_site(hostvars, groups)
+    if host in site["errors"]:
+        raise RecipeError(site["errors"][host][0])
+    return site["plans"][host]
