@@ -9,6 +9,7 @@ from typing import Any, Callable
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import imex as im
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap as _wrap
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall
 
 
 def nvidia_repository(distribution: str, version: str, arch: str, base_url: str = "") -> dict[str, Any]:
@@ -48,7 +49,7 @@ def nvidia_imex_domain(members: list[str], hostvars: dict[str, Any], config: str
     text = im.nodes_config(list(members), hostvars)
     ips = text.split()
     ports = im.ports(config or "")
-    return {"nodes_config": text, "ips": ips, "ports": ports, "firewall": im.ruleset(ips, ports, name or "imex")}
+    return {"nodes_config": text, "ips": ips, "ports": ports, "firewall": firewall.imex_ruleset(ips, ports, name or "imex")}
 
 
 def nvidia_imex_channel_major(proc_devices: str) -> int | None:

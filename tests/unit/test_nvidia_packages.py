@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import imex as im
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
@@ -149,7 +150,7 @@ def test_imex_ports_follow_config_cfg() -> None:
 
 
 def test_imex_ruleset_is_valid_nft_and_only_guards_the_imex_ports(tmp_path) -> None:
-    text = im.ruleset(["10.1.0.11", "10.1.0.12", "fd00::14"], [50000, 50005], "rack1")
+    text = firewall.imex_ruleset(["10.1.0.11", "10.1.0.12", "fd00::14"], [50000, 50005], "rack1")
     assert "table inet metalserve_imex\ndelete table inet metalserve_imex\ntable inet metalserve_imex {" in text
     assert "meta nfproto ipv4 tcp dport { 50000, 50005 } ip saddr != @members_v4 drop" in text
     assert "meta nfproto ipv6 tcp dport { 50000, 50005 } ip6 saddr != @members_v6 drop" in text

@@ -18,7 +18,8 @@ from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 FAMILIES = {
     "h200-fp8": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"},
     "b300-nvfp4": {"sglang_gpu": "b300", "sglang_quant": "nvfp4", "sglang_strategy": "low-latency"},
-    "gb300-fp8": {"sglang_gpu": "gb300", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"},
+    "gb300-fp8": {"sglang_gpu": "gb300", "sglang_quant": "fp8", "sglang_strategy": "high-throughput",
+                  "nvidia_driver_imex_group": "all"},
     "mi355x-fp8": {"sglang_gpu": "mi355x", "sglang_quant": "fp8", "sglang_strategy": "balanced"},
 }
 FABRIC = {"ansible_facts": {"metalserve_fabric": {"uverbs_present": True, "devices": []}}}

@@ -16,7 +16,6 @@ from typing import Any
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers.nvidia import data
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
-TABLE = "metalserve_imex"
 # where a member's IMEX address may come from, first IP wins
 ADDRESS_VARS = ("nvidia_driver_imex_address", "sglang_dist_address", "ansible_host")
 
@@ -81,26 +80,6 @@ def ports(config_text: str) -> list[int]:
     if str(config.get("IMEX_CMD_ENABLED", "0")).strip() == "1":
         out.append(int(config["IMEX_CMD_PORT"]))
     return sorted(set(out))
-
-
-def ruleset(member_ips: list[str], tcp_ports: list[int], domain: str) -> str:
-    """nftables file: our own table, replaced atomically, dropping the IMEX ports from anyone but the members.
-    Nothing else is touched (a site's default-drop firewall must still allow them)."""
-    v4 = sorted({ip for ip in member_ips if ipaddress.ip_address(ip).version == 4}, key=ipaddress.ip_address)
-    v6 = sorted({ip for ip in member_ips if ipaddress.ip_address(ip).version == 6}, key=ipaddress.ip_address)
-    port_set = "{ " + ", ".join(str(p) for p in sorted(tcp_ports)) + " }"
-    lines = [f"# Managed by metalserve.sglang: IMEX domain {domain}. TCP {', '.join(map(str, sorted(tcp_ports)))}",
-             "# answer only the domain's members; nothing else is touched.",
-             f"table inet {TABLE}", f"delete table inet {TABLE}", f"table inet {TABLE} {{"]
-    if v4:
-        lines += ["  set members_v4 {", "    type ipv4_addr", f"    elements = {{ {', '.join(v4)} }}", "  }"]
-    if v6:
-        lines += ["  set members_v6 {", "    type ipv6_addr", f"    elements = {{ {', '.join(v6)} }}", "  }"]
-    lines += ["  chain input {", "    type filter hook input priority -5; policy accept;", '    iifname "lo" accept',
-              f"    meta nfproto ipv4 tcp dport {port_set} " + ("ip saddr != @members_v4 drop" if v4 else "drop"),
-              f"    meta nfproto ipv6 tcp dport {port_set} " + ("ip6 saddr != @members_v6 drop" if v6 else "drop"),
-              "  }", "}"]
-    return "\n".join(lines) + "\n"
 
 
 def channel_major(proc_devices: str) -> int | None:

@@ -1,21 +1,45 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""nftables rules that keep a multi-node instance's rendezvous and NCCL ports to its members. Pure.
+"""Our nftables tables, written by one function: ports that answer only a set of addresses. Pure.
 
-The table is ours alone (inet metalserve_sglang): it only drops what reaches those ports from anyone
-else and never touches the site's own tables, so it works beside any firewall. It does not open ports
-in a default-drop site firewall (we cannot know its layout); NCCL's data connections use ephemeral ports
-that no rule can pin without owning the whole range, so they are left alone.
+Three tables use it: a multi-node instance's rendezvous and NCCL ports (its members), the metrics ports (the
+monitoring hosts) and the IMEX ports of a GB300 NVLink domain (its members). Each table is ours alone
+(inet metalserve_*): it only drops what reaches its ports from anyone else and never touches the site's own
+tables, so it works beside any firewall. It cannot OPEN a port in a default-drop site firewall (nftables: a drop
+in any base chain is final, our accept does not override theirs); such a site adds the ports from rendered/ to
+its own rules. NCCL's data connections use ephemeral ports that no rule can pin without owning the whole range,
+so they are left alone. One role writes them all (roles/nftables), from the text made here.
 """
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
 from typing import Any
 
-TABLE = "metalserve_sglang"
-#: the unit that loads the table at boot (roles/sglang_server/tasks/firewall.yml writes it)
-UNIT = "metalserve-sglang-firewall.service"
+
+@dataclass(frozen=True)
+class Table:
+    """One of our nftables tables: its name, the file that holds it and the unit that loads it."""
+    name: str
+    file: str
+    unit: str
+    description: str
+    set_name: str        # members or monitors
+    interval: bool       # the set holds networks (CIDR) as well as addresses
+
+
+#: the instance firewall (sglang_server), the scrape ports (monitoring) and the IMEX ports (nvidia_driver)
+SGLANG = Table("metalserve_sglang", "/etc/metalserve/sglang-firewall.nft", "metalserve-sglang-firewall.service",
+               "metalserve.sglang instance firewall (rendezvous and NCCL ports to instance members only)", "members",
+               False)
+MONITORING = Table("metalserve_monitoring", "/etc/metalserve/monitoring-firewall.nft",
+                   "metalserve-monitoring-firewall.service",
+                   "metalserve.sglang monitoring firewall (metrics ports to the monitoring hosts only)", "monitors", True)
+IMEX = Table("metalserve_imex", "/etc/metalserve/imex-firewall.nft", "metalserve-imex-firewall.service",
+             "metalserve.sglang IMEX firewall (IMEX ports to the domain's members only)", "members", False)
+TABLE = SGLANG.name
+UNIT = SGLANG.unit
 
 
 def guarded_ports(plan: dict[str, Any], internal_offset: int, internal_count: int) -> list[int]:
@@ -25,47 +49,50 @@ def guarded_ports(plan: dict[str, Any], internal_offset: int, internal_count: in
     return sorted({int(rec["dist_port"]), *range(start, start + internal_count)})
 
 
-def member_networks(addresses: dict[str, list[str]]) -> tuple[list[str], list[str]]:
-    """IPv4 and IPv6 addresses of the members (names that are not addresses are skipped)."""
+def source_networks(sources: list[str]) -> tuple[list[str], list[str]]:
+    """IPv4 and IPv6 addresses or networks (CIDR) of the hosts allowed in; names that are not addresses are
+    skipped (a caller that needs every member known checks that first)."""
     v4: set[str] = set()
     v6: set[str] = set()
-    for values in addresses.values():
-        for value in values:
-            try:
-                ip = ipaddress.ip_address(str(value))
-            except ValueError:
-                continue
-            (v4 if ip.version == 4 else v6).add(str(ip))
-    return sorted(v4, key=ipaddress.ip_address), sorted(v6, key=ipaddress.ip_address)
+    for value in sources:
+        try:
+            net = ipaddress.ip_network(str(value), strict=False)
+        except ValueError:
+            continue
+        text = str(net.network_address) if net.num_addresses == 1 else str(net)
+        (v4 if net.version == 4 else v6).add(text)
+    return (sorted(v4, key=ipaddress.ip_network), sorted(v6, key=ipaddress.ip_network))
 
 
 def _ports(ports: list[int]) -> str:
-    return "{ " + ", ".join(str(p) for p in ports) + " }"
+    return "{ " + ", ".join(str(p) for p in sorted(ports)) + " }"
 
 
-def ruleset(plan: dict[str, Any], addresses: dict[str, list[str]], internal_offset: int,
-            internal_count: int) -> str:
-    """The whole nft file: replaces our table atomically, drops the guarded ports from non-members."""
-    ports = guarded_ports(plan, internal_offset, internal_count)
-    v4, v6 = member_networks(addresses)
-    missing = sorted(m for m in plan["members"] if not any(is_ip(a) for a in addresses.get(m, [])))
-    if missing:
-        raise ValueError(f"no IP address known for instance member(s) {', '.join(missing)}; gather their facts "
-                         "(default_ipv4) or set sglang_dist_address to an IP")
-    lines = [f"# Managed by metalserve.sglang: instance {plan['instance']} ({', '.join(plan['members'])}).",
-             "# Rendezvous and NCCL ports answer only the instance's members; nothing else is touched.",
-             f"table inet {TABLE}", f"delete table inet {TABLE}", f"table inet {TABLE} {{"]
+def members_only(table: Table, header: list[str], sources: list[str], ports: list[int]) -> str:
+    """The whole nft file of one table: replaces it atomically; `ports` (TCP) answer only `sources` (and
+    loopback), everything else is accepted."""
+    v4, v6 = source_networks(sources)
+    name, flags = table.set_name, ["    flags interval"] if table.interval else []
+    lines = [f"# Managed by metalserve.sglang: {header[0]}", *(f"# {line}" for line in header[1:]),
+             f"table inet {table.name}", f"delete table inet {table.name}", f"table inet {table.name} {{"]
     if v4:
-        lines += ["  set members_v4 {", "    type ipv4_addr", f"    elements = {{ {', '.join(v4)} }}", "  }"]
+        lines += [f"  set {name}_v4 {{", "    type ipv4_addr", *flags, f"    elements = {{ {', '.join(v4)} }}", "  }"]
     if v6:
-        lines += ["  set members_v6 {", "    type ipv6_addr", f"    elements = {{ {', '.join(v6)} }}", "  }"]
+        lines += [f"  set {name}_v6 {{", "    type ipv6_addr", *flags, f"    elements = {{ {', '.join(v6)} }}", "  }"]
     lines += ["  chain input {", "    type filter hook input priority -5; policy accept;", '    iifname "lo" accept',
-              f"    meta nfproto ipv4 tcp dport {_ports(ports)} "
-              + ("ip saddr != @members_v4 drop" if v4 else "drop"),
-              f"    meta nfproto ipv6 tcp dport {_ports(ports)} "
-              + ("ip6 saddr != @members_v6 drop" if v6 else "drop"),
+              f"    meta nfproto ipv4 tcp dport {_ports(ports)} " + (f"ip saddr != @{name}_v4 drop" if v4 else "drop"),
+              f"    meta nfproto ipv6 tcp dport {_ports(ports)} " + (f"ip6 saddr != @{name}_v6 drop" if v6 else "drop"),
               "  }", "}"]
     return "\n".join(lines) + "\n"
+
+
+def table_unit(table: Table) -> str:
+    """The oneshot unit that loads a table at boot and whenever nftables reloads."""
+    return "\n".join([
+        "# Managed by metalserve.sglang; local changes are overwritten.", "[Unit]", f"Description={table.description}",
+        "After=nftables.service", "PartOf=nftables.service", "", "[Service]", "Type=oneshot", "RemainAfterExit=yes",
+        f"ExecStart=/usr/sbin/nft -f {table.file}", f"ExecStop=/usr/sbin/nft delete table inet {table.name}", "",
+        "[Install]", "WantedBy=multi-user.target", ""])
 
 
 def is_ip(value: Any) -> bool:
@@ -76,65 +103,28 @@ def is_ip(value: Any) -> bool:
         return False
 
 
-def unit(path: str) -> str:
-    """The oneshot unit that loads the table at boot and whenever nftables reloads."""
-    return "\n".join([
-        "# Managed by metalserve.sglang; local changes are overwritten.", "[Unit]",
-        "Description=metalserve.sglang instance firewall (rendezvous and NCCL ports to instance members only)",
-        "After=nftables.service", "PartOf=nftables.service", "", "[Service]", "Type=oneshot", "RemainAfterExit=yes",
-        f"ExecStart=/usr/sbin/nft -f {path}", f"ExecStop=/usr/sbin/nft delete table inet {TABLE}", "",
-        "[Install]", "WantedBy=multi-user.target", ""])
-
-
-# --- monitoring: the scrape ports answer the monitoring hosts only ----------------------------------------------
-#
-# The same design as the instance table, in a table of its own that the monitoring role owns: our chain drops
-# what reaches the exporter ports (and a router's metrics port, and a multi-node member's health-only --port)
-# from anyone but the monitoring hosts, and accepts everything else, so a site without a default-drop policy
-# keeps working exactly as before. It cannot OPEN a port in a default-drop site firewall (nftables: a drop in
-# any base chain is final, our accept does not override theirs); such a site adds the ports from rendered/
-# to its own rules. A server head's --port is not guarded: clients use it, and SGLang serves /metrics there.
-
-MONITORING_TABLE = "metalserve_monitoring"
-MONITORING_UNIT = "metalserve-monitoring-firewall.service"
-MONITORING_FILE = "/etc/metalserve/monitoring-firewall.nft"
-
-
-def source_networks(sources: list[str]) -> tuple[list[str], list[str]]:
-    """IPv4 and IPv6 addresses or networks (CIDR) of the hosts allowed to scrape."""
-    v4: set[str] = set()
-    v6: set[str] = set()
-    for value in sources:
-        net = ipaddress.ip_network(str(value), strict=False)
-        text = str(net.network_address) if net.num_addresses == 1 else str(net)
-        (v4 if net.version == 4 else v6).add(text)
-    return (sorted(v4, key=ipaddress.ip_network), sorted(v6, key=ipaddress.ip_network))
+def ruleset(plan: dict[str, Any], addresses: dict[str, list[str]], internal_offset: int,
+            internal_count: int) -> str:
+    """A multi-node instance's table: its rendezvous and NCCL ports answer only its members."""
+    missing = sorted(m for m in plan["members"] if not any(is_ip(a) for a in addresses.get(m, [])))
+    if missing:
+        raise ValueError(f"no IP address known for instance member(s) {', '.join(missing)}; gather their facts "
+                         "(default_ipv4) or set sglang_dist_address to an IP")
+    return members_only(SGLANG, [f"instance {plan['instance']} ({', '.join(plan['members'])}).",
+                                 "Rendezvous and NCCL ports answer only the instance's members; nothing else is touched."],
+                        [a for values in addresses.values() for a in values if is_ip(a)],
+                        guarded_ports(plan, internal_offset, internal_count))
 
 
 def monitoring_ruleset(host: str, ports: list[int], sources: list[str]) -> str:
-    """The nft file of one node: replaces our table atomically; the ports answer only `sources` (and loopback)."""
-    v4, v6 = source_networks(sources)
-    lines = [f"# Managed by metalserve.sglang: metrics ports of {host} answer only the monitoring hosts.",
-             "# Everything else is accepted here; the site's own tables are not touched.",
-             f"table inet {MONITORING_TABLE}", f"delete table inet {MONITORING_TABLE}", f"table inet {MONITORING_TABLE} {{"]
-    if v4:
-        lines += ["  set monitors_v4 {", "    type ipv4_addr", "    flags interval", f"    elements = {{ {', '.join(v4)} }}",
-                  "  }"]
-    if v6:
-        lines += ["  set monitors_v6 {", "    type ipv6_addr", "    flags interval", f"    elements = {{ {', '.join(v6)} }}",
-                  "  }"]
-    lines += ["  chain input {", "    type filter hook input priority -5; policy accept;", '    iifname "lo" accept',
-              f"    meta nfproto ipv4 tcp dport {_ports(ports)} " + ("ip saddr != @monitors_v4 drop" if v4 else "drop"),
-              f"    meta nfproto ipv6 tcp dport {_ports(ports)} " + ("ip6 saddr != @monitors_v6 drop" if v6 else "drop"),
-              "  }", "}"]
-    return "\n".join(lines) + "\n"
+    """A node's metrics ports (exporters, a router's metrics port, a member's health-only --port) answer only the
+    monitoring hosts. A server head's --port is not guarded: clients use it, and SGLang serves /metrics there."""
+    return members_only(MONITORING, [f"metrics ports of {host} answer only the monitoring hosts.",
+                                     "Everything else is accepted here; the site's own tables are not touched."],
+                        sources, ports)
 
 
-def monitoring_unit(path: str) -> str:
-    """The oneshot unit that loads the monitoring table at boot and whenever nftables reloads."""
-    return "\n".join([
-        "# Managed by metalserve.sglang; local changes are overwritten.", "[Unit]",
-        "Description=metalserve.sglang monitoring firewall (metrics ports to the monitoring hosts only)",
-        "After=nftables.service", "PartOf=nftables.service", "", "[Service]", "Type=oneshot", "RemainAfterExit=yes",
-        f"ExecStart=/usr/sbin/nft -f {path}", f"ExecStop=/usr/sbin/nft delete table inet {MONITORING_TABLE}", "",
-        "[Install]", "WantedBy=multi-user.target", ""])
+def imex_ruleset(member_ips: list[str], tcp_ports: list[int], domain: str) -> str:
+    """An IMEX domain's table: IMEX's TCP ports answer only the domain's members (NVIDIA IMEX guide)."""
+    return members_only(IMEX, [f"IMEX domain {domain}. TCP {', '.join(map(str, sorted(tcp_ports)))}",
+                               "answer only the domain's members; nothing else is touched."], member_ips, tcp_ports)

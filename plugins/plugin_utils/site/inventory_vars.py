@@ -11,9 +11,12 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import va
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
 
 READ_ALSO = ("ansible_host", "ansible_python_interpreter")
-#: this collection's variables, and the monitoring role's (its exporters' ports enter the site's port check)
-PREFIXES = ("sglang_", "monitoring_")
-FACTS = ("metalserve_fabric", "metalserve_gpu", "default_ipv4")
+#: the prefixes of this collection's variables: every role's (the plan decides every stage of every host)
+PREFIXES = ("sglang_", "monitoring_", "nvidia_driver_", "rocm_driver_", "rdma_", "container_runtime_", "model_weights_",
+            "preflight_", "node_acceptance_", "nftables_")
+#: the facts the plan reads: GPUs and fabric (our probes), the default address, the OS and CPU (driver, runtime)
+FACTS = ("metalserve_fabric", "metalserve_gpu", "default_ipv4", "distribution", "distribution_major_version",
+         "distribution_version", "distribution_release", "architecture", "os_family")
 
 
 def _read(view: Any, name: str, broken: list[str]) -> tuple[bool, Any]:

@@ -58,7 +58,6 @@ JOB_HEALTH = "metalserve-health"
 PROMETHEUS_CONFIG = "/etc/prometheus/prometheus.yml"
 RULES_FILE = "/etc/prometheus/rules/metalserve.rules.yml"
 #: the weights live here when sglang_model_path is not a local path (model_weights' and preflight's default)
-DEFAULT_WEIGHTS_DIR = "/var/lib/sglang/models"
 #: node_exporter's IB port states (the kernel's sysfs values): 4 = ACTIVE, physical 5 = LinkUp
 IB_ACTIVE, IB_LINK_UP = 4, 5
 #: AMD's device metrics exporter serves on 5000 unless a config.json says otherwise (ROCm/device-metrics-exporter
@@ -236,9 +235,9 @@ def firewall_files(plan: dict[str, Any], sources: list[str] | None) -> dict[str,
     if not (mon["firewall"] and mon["guarded_ports"] and sources is not None):
         return {}
     text = firewall.monitoring_ruleset(plan["host"], mon["guarded_ports"], sources) if sources else None
-    return {"firewall": _file(firewall.MONITORING_FILE, text, "0644"),
-            "firewall_unit": _file(f"/etc/systemd/system/{firewall.MONITORING_UNIT}",
-                                   firewall.monitoring_unit(firewall.MONITORING_FILE), "0644")}
+    return {"firewall": _file(firewall.MONITORING.file, text, "0644"),
+            "firewall_unit": _file(f"/etc/systemd/system/{firewall.MONITORING.unit}",
+                                   firewall.table_unit(firewall.MONITORING), "0644")}
 
 
 def _file(path: str, content: str | None, mode: str) -> dict[str, Any]:
@@ -441,9 +440,8 @@ def link_rules(plans: dict[str, dict[str, Any]], minutes: int) -> list[dict[str,
 
 
 def weights_dir(plan: dict[str, Any]) -> str:
-    argv = plan["argv"]
-    path = argv[argv.index("--model-path") + 1] if "--model-path" in argv else ""
-    return path if path.startswith("/") else DEFAULT_WEIGHTS_DIR
+    """Where a server's weights are on its node (the weights stage's `server_reads`)."""
+    return plan["stages"]["weights"]["settings"]["server_reads"]
 
 
 def ancestors(path: str) -> list[str]:

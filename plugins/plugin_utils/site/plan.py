@@ -5,6 +5,7 @@
 
     placement     servers (command, rank, head, install, unit settings), then routers (they read the servers)
     monitoring    exporters and their ports on every planned host
+    stages        what the node stages get: the GPU driver, RDMA, the container runtime, the weights
     coherence     the site-wide checks over the final commands, units, ports and node stacks
     units         the very text of the files the serving roles write
     monitoring    the monitoring hosts' files and every node's scrape firewall
@@ -17,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import coherence, monitoring, placement, units
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import coherence, monitoring, placement, stages, units
 
 
 def check_pd_has_router(plan: dict[str, Any], routers: dict[str, dict[str, Any]]) -> None:
@@ -64,6 +65,7 @@ def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
         except RecipeError as exc:
             errors.setdefault(host, []).append(str(exc))
     monitoring.attach(plans, hostvars, groups, errors)  # exporters and their ports, before the site checks
+    stages.attach(plans, hostvars, groups, errors)  # driver, RDMA, runtime, weights: before the site checks
     for host, message in coherence.site_problems(plans, hostvars, groups, errors):
         errors.setdefault(host, []).append(message)
     for host, plan in plans.items():

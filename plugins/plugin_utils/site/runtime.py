@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[3]
 HELPER_DIR = "/usr/local/lib/metalserve"
 HEALTH_SCRIPT = f"{HELPER_DIR}/wait_healthy.py"
 CHECK_SCRIPT = f"{HELPER_DIR}/check_args.py"
-FIREWALL_FILE = "/etc/metalserve/sglang-firewall.nft"
 SYSTEM_PYTHON = "/usr/bin/python3"
+#: the serving user's home (uv units): systemd creates it (StateDirectory); caches land there
+SERVICE_HOME = "/var/lib/sglang-home"
 #: the role whose defaults hold each setting prefix
 ROLE_PREFIXES = {"sglang_install_": "sglang_install", "sglang_server_": "sglang_server",
                  "sglang_router_service_": "sglang_router"}
@@ -63,12 +64,17 @@ def secret_options() -> frozenset[str]:
     """Role settings whose meta/argument_specs.yml marks them no_log: never part of a plan (no file a plan writes
     depends on them: the environment files carry placeholders the serving roles fill on the node)."""
     out = set()
-    for role in sorted({*ROLE_PREFIXES.values()}):
-        path = ROOT / "roles" / role / "meta" / "argument_specs.yml"
+    for path in sorted((ROOT / "roles").glob("*/meta/argument_specs.yml")):
         spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         options = spec.get("argument_specs", {}).get("main", {}).get("options") or {}
         out.update(name for name, opt in options.items() if (opt or {}).get("no_log"))
     return frozenset(out)
+
+
+def without_secrets(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Role settings as a plan may hold them: the no_log ones left out."""
+    secret = secret_options()
+    return {k: v for k, v in sorted(values.items()) if k not in secret}
 
 
 def _coerce(name: str, value: Any, default: Any) -> Any:
@@ -164,7 +170,9 @@ def server_settings(hv: dict[str, Any], instance: str, install: dict[str, Any]) 
         "stop_timeout": s["sglang_server_stop_timeout"], "limit_nofile": s["sglang_server_limit_nofile"],
         "after": list(s["sglang_server_after_units"]), "hardening": list(s["sglang_server_hardening"]),
         "device_allowlist": s["sglang_server_device_allowlist"], "firewall": s["sglang_server_firewall"],
-        "hf_cache": s["sglang_server_hf_cache"],
+        "hf_cache": s["sglang_server_hf_cache"], "home": SERVICE_HOME,
+        # where a server that loads a hub id keeps the weights: the mounted cache (docker), its home's cache (uv)
+        "hf_home": s["sglang_server_hf_cache"] if install["method"] == "docker" else f"{SERVICE_HOME}/.cache/huggingface",
         "config_dir": config_dir,
         "env_file": f"{config_dir}/{instance}.env",
         "secrets_config": f"{config_dir}/{instance}.secrets.yaml",
@@ -182,7 +190,7 @@ def router_settings(hv: dict[str, Any], install: dict[str, Any]) -> dict[str, An
         "start_limit_interval": s["sglang_router_service_start_limit_interval"],
         "stop_timeout": s["sglang_router_service_stop_timeout"],
         "limit_nofile": s["sglang_router_service_limit_nofile"],
-        "hardening": list(s["sglang_router_service_hardening"]),
+        "hardening": list(s["sglang_router_service_hardening"]), "home": SERVICE_HOME,
     }
 
 
@@ -191,8 +199,7 @@ def inputs(hv: dict[str, Any], roles: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for role in roles:
         out.update(settings(hv, role))
-    secret = secret_options()
-    return {k: v for k, v in sorted(out.items()) if k not in secret}
+    return without_secrets(out)
 
 
 def plan_missing(sites: Iterable[Any]) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, load_catalog, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, runtime
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, runtime, stages
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SAFE_TOKEN = re.compile(r"^[A-Za-z0-9_@%+=:,./\-\[\]]+$")
@@ -84,12 +84,6 @@ def env_file(plan: dict[str, Any], secrets: dict[str, str] | None = None) -> str
     return "\n".join(lines + secret_lines(plan, secrets)) + "\n"
 
 
-def weights_dir(plan: dict[str, Any]) -> str | None:
-    argv = plan["argv"]
-    path = argv[argv.index("--model-path") + 1]
-    return path if path.startswith("/") else None
-
-
 def serve_tail(plan: dict[str, Any]) -> list[str]:
     return list(plan["argv"]) + (["--config", plan["settings"]["secrets_config"]] if plan.get("api_key") else [])
 
@@ -116,7 +110,7 @@ def docker_run(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> li
     if (load_catalog().gpus.get(rec["gpu"]) or {}).get("imex"):
         # IMEX channel 0 (data/nvidia/services.yml, its one owner): `--gpus all` does not pass IMEX channels
         argv += ["--device", read_yaml(DATA_DIR / "nvidia" / "services.yml")["imex"]["docker_device"]]
-    weights = weights_dir(plan)
+    weights = stages.served_path(plan)
     if weights:
         argv += ["-v", f"{weights}:{weights}:ro"]
     else:
@@ -139,8 +133,8 @@ def service_account(settings: dict[str, Any], amd: bool = False) -> list[str]:
     lines = [f"User={settings['user']}", f"Group={settings['group']}"]
     if amd:
         lines.append("SupplementaryGroups=video render")
-    return lines + ["Environment=HOME=/var/lib/sglang-home", "StateDirectory=sglang-home",
-                    "WorkingDirectory=/var/lib/sglang-home"]
+    return lines + [f"Environment=HOME={settings['home']}", f"StateDirectory={settings['home'].rsplit('/', 1)[1]}",
+                    f"WorkingDirectory={settings['home']}"]
 
 
 def device_allowlist(vendor: str, rdma: bool) -> list[str]:
@@ -265,8 +259,8 @@ def node_files(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
              "env": _file(s["env_file"], env_file(plan), "0600")}
     if firewall_on(plan):
         text = firewall_file(plan, plans, hostvars)
-        files["firewall"] = _file(runtime.FIREWALL_FILE, text, "0644")
-        files["firewall_unit"] = _file(f"/etc/systemd/system/{firewall.UNIT}", firewall.unit(runtime.FIREWALL_FILE),
+        files["firewall"] = _file(firewall.SGLANG.file, text, "0644")
+        files["firewall_unit"] = _file(f"/etc/systemd/system/{firewall.SGLANG.unit}", firewall.table_unit(firewall.SGLANG),
                                        "0644")
         if text is None:
             unknown = [m for m, a in member_addresses(plan, plans, hostvars).items() if not any(map(firewall.is_ip, a))]

@@ -1,0 +1,744 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the node stages get: the GPU driver (NVIDIA or AMD), RDMA, the container runtime and the weights. Pure.
+
+One function per stage turns a host's variables, its plan (the GPU and vendor resolved once by placement) and
+the data in data/ into the stage's plan: its settings, packages, the very text of the files its role writes, the
+services it starts, and the values only the node can tell (listed under `decided_on_node`, so the preview says
+so). The roles apply what a stage holds and decide only those. plan.plan_site() attaches them to every host's
+plan as plan['stages'][<stage>]; render.yml writes them to rendered/<host>/<stage>.yml and the files beside.
+
+Every stage has the same shape:
+    {stage, role, applies, why, settings, packages, files: {name: {path, content, mode, owner, group}},
+     services, modules, decided_on_node: [{what, why}], inputs}
+A file whose content only the node can tell has content None (and an entry in decided_on_node).
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import imex as imex_data
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import rocm as rp
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, load_catalog, read_yaml
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, placement, runtime
+
+HEADER = "# Managed by metalserve.sglang"
+ROOT = Path(__file__).resolve().parents[3]
+#: facts a stage reads (gathered by site.yml's first play: gather_subset min, network, virtual)
+OS_FACTS = ("distribution", "distribution_major_version", "distribution_version", "distribution_release",
+            "architecture", "os_family")
+
+
+# --- the common shape -------------------------------------------------------------------------------------------
+
+def new_stage(name: str, role: str, applies: bool, why: str = "") -> dict[str, Any]:
+    return {"stage": name, "role": role, "applies": applies, "why": why, "settings": {}, "packages": {},
+            "files": {}, "services": [], "modules": [], "decided_on_node": [], "inputs": {}}
+
+
+def file_entry(path: str, content: str | None, mode: str = "0644", owner: str = "root",
+               group: str = "root") -> dict[str, Any]:
+    return {"path": path, "content": content, "mode": mode, "owner": owner, "group": group}
+
+
+def on_node(stage: dict[str, Any], what: str, why: str) -> None:
+    stage["decided_on_node"].append({"what": what, "why": why})
+
+
+def node_os(hv: dict[str, Any]) -> dict[str, str] | None:
+    """The node's distribution, release and CPU, from its gathered (or cached) facts; None until gathered."""
+    facts = hv.get("ansible_facts") or {}
+    if not facts.get("distribution") or not facts.get("architecture"):
+        return None
+    return {k: str(facts.get(k) or "") for k in OS_FACTS}
+
+
+def no_os(stage: dict[str, Any], host: str, what: str) -> None:
+    on_node(stage, what, f"the distribution and CPU of {host} (facts not gathered yet: site.yml's first play "
+                         "gathers them, and render.yml reads them from the fact cache)")
+
+
+def deb822(fields: dict[str, Any]) -> str:
+    """A .sources file as ansible.builtin.deb822_repository writes it: its parameters sorted by name, lists
+    space-separated, `name` as X-Repolib-Name and `uris` as URIs (the module's format_field_name)."""
+    lines = []
+    for key in sorted(fields):
+        value = fields[key]
+        if value is None:
+            continue
+        text = " ".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value)
+        label = "X-Repolib-Name" if key == "name" else "URIs" if key == "uris" else key.replace("_", "-").title()
+        lines.append(f"{label}: {text}")
+    return "\n".join(lines) + "\n"
+
+
+def apt_blacklist(comment: list[str], names: list[str], extra: tuple[str, ...] = ()) -> str:
+    """/etc/apt/apt.conf.d/51metalserve-*: packages unattended-upgrades must leave alone."""
+    lines = [f"// {c}" for c in comment] + ["Unattended-Upgrade::Package-Blacklist {"]
+    lines += [f'    "{n}";' for n in [*names, *extra]] + ["};", ""]
+    return "\n".join(lines)
+
+
+def role_file(role: str, name: str) -> str:
+    return (ROOT / "roles" / role / "files" / name).read_text(encoding="utf-8")
+
+
+def fingerprint(value: Any, variable: str) -> str:
+    """A full OpenPGP V4 fingerprint (40 hex digits; spaces ignored): a short or long key id is refused, as apt-key
+    era guides still print them and they do not identify a key."""
+    text = re.sub(r"\s", "", str(value or "")).upper()
+    if not re.fullmatch(r"[0-9A-F]{40}", text):
+        hint = " (that is a key id, which many keys share)" if re.fullmatch(r"(0X)?[0-9A-F]{8}|(0X)?[0-9A-F]{16}", text) \
+            else ""
+        raise RecipeError(f"{variable}: {value!r} is not a full fingerprint{hint}; give all 40 hex digits, as "
+                          "`gpg --show-keys --with-fingerprint <key file>` prints them")
+    return text
+
+
+def in_container_note(stage: dict[str, Any], host: str) -> None:
+    on_node(stage, "kernel work (modprobe, initramfs, reboot)", f"skipped when {host} is a container (its "
+            "virtualization facts)")
+
+
+# --- NVIDIA driver ----------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def nvidia_branches() -> tuple[int, ...]:
+    return tuple(int(b) for b in nv.data("packages").get("branches") or [nv.data("packages")["default_branch"]])
+
+
+def nvidia_branch(value: Any) -> int:
+    if isinstance(value, bool) or not str(value).strip().isdigit():
+        raise RecipeError(f"nvidia_driver_branch: {value!r} is not a driver branch number such as 580")
+    branch = int(str(value).strip())
+    known = nvidia_branches()
+    if branch not in known:
+        raise RecipeError(f"nvidia_driver_branch: {branch} is not a branch this collection's packaging data models "
+                          f"({', '.join(map(str, known))}; data/nvidia/packages.yml `branches` says why)")
+    return branch
+
+
+def nvidia_version(value: Any, branch: int) -> str:
+    text = str(value or "").strip()
+    if not text:
+        return ""
+    if not nv.DRIVER_VERSION.match(text):
+        raise RecipeError(f"nvidia_driver_version: {text!r} is not a driver version; give the version without a "
+                          "package revision, e.g. 580.95.05 (every package is pinned as <version>*)")
+    if text.split(".")[0] != str(branch):
+        raise RecipeError(f"nvidia_driver_version: {text} is in branch {text.split('.')[0]}, not in nvidia_driver_branch "
+                          f"{branch}; set both to the same branch")
+    return text
+
+
+def imex_members(host: str, group: str, groups: dict[str, list[str]]) -> list[str]:
+    if not group:
+        return []
+    if group not in groups:
+        raise RecipeError(f"nvidia_driver_imex_group: {group!r} (on {host}) is not an inventory group")
+    members = sorted(groups[group])
+    if host not in members:
+        raise RecipeError(f"nvidia_driver_imex_group: {host} is not a member of {group} ({', '.join(members)}); name "
+                          "the group of this host's NVLink domain")
+    return members
+
+
+def nvidia_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, Any]],
+                 groups: dict[str, list[str]]) -> dict[str, Any]:
+    hv = hostvars[host]
+    stage = new_stage("driver", "nvidia_driver", True)
+    s = runtime.settings(hv, "nvidia_driver")
+    stage["inputs"] = runtime.without_secrets(s)
+    gpu = plan_gpu(plan, hv)
+    platform = dict(load_catalog(None, hv.get("sglang_gpu_platforms")).gpus[gpu], id=gpu)
+    branch = nvidia_branch(s["nvidia_driver_branch"])
+    version = nvidia_version(s["nvidia_driver_version"], branch)
+    flavor = nv.flavor(str(s["nvidia_driver_flavor"]), platform, gpu)
+    group = str(s["nvidia_driver_imex_group"] or "")
+    imex = bool(group) or bool(platform.get("imex"))
+    if platform.get("imex") and not group:
+        raise RecipeError(f"nvidia_driver_imex_group: {host} is a {gpu} tray, whose GPUs share an NVLink domain through "
+                          "nvidia-imex; set nvidia_driver_imex_group to the inventory group of its domain (its trays)")
+    members = imex_members(host, group, groups) if imex else []
+    repo_url = str(s["nvidia_driver_repo_base_url"] or "")
+    key_fpr = fingerprint(s["nvidia_driver_repo_key_fingerprint"], "nvidia_driver_repo_key_fingerprint") \
+        if s["nvidia_driver_repo_key_fingerprint"] else ""
+    stage["settings"] = {
+        "gpu": gpu, "platform": platform, "branch": branch, "version": version, "flavor": flavor,
+        "repo_manage": bool(s["nvidia_driver_repo_manage"]), "upgrade": bool(s["nvidia_driver_upgrade"]),
+        "allow_reboot": bool(s["nvidia_driver_allow_reboot"]), "reboot_timeout": int(s["nvidia_driver_reboot_timeout"]),
+        "loaded_version_file": str(s["nvidia_driver_loaded_version_file"]),
+        "secure_boot": str(s["nvidia_driver_secure_boot"]), "blacklist_nouveau": bool(s["nvidia_driver_blacklist_nouveau"]),
+        "imex": imex, "imex_group": group, "imex_members": members, "imex_firewall": bool(s["nvidia_driver_imex_firewall"]),
+    }
+    if s["nvidia_driver_secure_boot"] not in ("refuse", "signed"):
+        raise RecipeError(f"nvidia_driver_secure_boot: {s['nvidia_driver_secure_boot']!r} is not one of refuse, signed")
+    files = stage["files"]
+    if s["nvidia_driver_blacklist_nouveau"]:
+        files["blacklist_nouveau"] = file_entry("/etc/modprobe.d/metalserve-blacklist-nouveau.conf",
+                                                f"{HEADER}\nblacklist nouveau\noptions nouveau modeset=0\n")
+    osf = node_os(hv)
+    if osf is None:
+        no_os(stage, host, "repository, package names and pins")
+        stage["repository"] = None
+        stage["packages"] = {}
+    else:
+        repo = nv.repository(osf["distribution"], osf["distribution_major_version"], osf["architecture"],
+                             repo_url or None)
+        vendor_url = nv.repository(osf["distribution"], osf["distribution_major_version"], osf["architecture"])["url"]
+        repo.update(vendor_url=vendor_url, key_url=str(s["nvidia_driver_repo_key_url"] or repo["key_url"]),
+                    key_fingerprint=key_fpr or repo["key_fingerprint"])
+        names = nv.node_packages(platform, branch, flavor, osf["distribution"], osf["architecture"], imex)
+        stage["repository"] = repo
+        stage["packages"] = {**names, "install": nv.pins(names["pinned"], version, names["format"]) + names["unpinned"]
+                             if version else None, "hold": names["pinned"]}
+        stage["services"] = list(names["units"])
+        stage["modules"] = list(names["modules_load"])
+        if repo["format"] == "apt":
+            if s["nvidia_driver_repo_manage"]:
+                files["sources"] = file_entry("/etc/apt/sources.list.d/cuda.sources", deb822(
+                    {"name": "cuda", "uris": repo["url"], "suites": [repo["suite"]], "signed_by": repo["keyring"],
+                     "types": ["deb"]}))
+                files["pin"] = file_entry(repo["pin_file"], repo["pin"])
+            lock = nv.version_lock(version) if version else None
+            files["version_lock"] = file_entry(nv.data("packages")["apt_version_lock"]["file"],
+                                               lock["text"] if lock else None)
+            files["unattended"] = file_entry("/etc/apt/apt.conf.d/51metalserve-nvidia", None)
+            on_node(stage, "the unattended-upgrades blacklist", "every installed package of the driver at its version "
+                    "(the pinned ones and what apt pulled with them)")
+        if names["modules_load"]:
+            files["modules_load"] = file_entry("/etc/modules-load.d/metalserve-nvlink5.conf", "\n".join(
+                [f"{HEADER}: Fabric Manager's precheck refuses to start nvlsm without them", *names["modules_load"]])
+                + "\n")
+    if not version:
+        on_node(stage, "the driver version", f"nvidia_driver_version is empty: a node keeps the {branch}.x it has, a "
+                "new node takes the newest version every needed package publishes in the repository")
+    on_node(stage, "the repository's signing key", f"downloaded from the key URL and refused unless its only key has "
+            f"fingerprint {key_fpr or 'NVIDIA publishes (data/nvidia/repository.yml)'}")
+    on_node(stage, "a reboot", "whenever the loaded module is not the installed driver: "
+            + ("allowed (nvidia_driver_allow_reboot)" if s["nvidia_driver_allow_reboot"] else
+               "refused before anything starts (nvidia_driver_allow_reboot is false)"))
+    if imex:
+        imex_files(stage, host, members, hostvars, flavor, s)
+    return stage
+
+
+def imex_files(stage: dict[str, Any], host: str, members: list[str], hostvars: dict[str, dict[str, Any]],
+               flavor: str, s: dict[str, Any]) -> None:
+    files = stage["files"]
+    services = data_services()
+    if flavor == "open":
+        files["imex_channel"] = file_entry("/etc/modprobe.d/metalserve-nvidia-imex.conf", "\n".join([
+            f"{HEADER}: IMEX channel 0 for the serving containers and processes",
+            f"options nvidia {services['imex']['channel_module_option']}", ""]))
+    else:
+        files["imex_channel_script"] = file_entry("/usr/local/sbin/metalserve-imex-channel0",
+                                                  role_file("nvidia_driver", "metalserve-imex-channel0"), "0755")
+        files["imex_channel_unit"] = file_entry("/etc/systemd/system/metalserve-imex-channel0.service", "\n".join([
+            HEADER, "[Unit]", "Description=IMEX channel 0 (metalserve.sglang)", "After=nvidia-persistenced.service",
+            "Before=nvidia-imex.service", "", "[Service]", "Type=oneshot", "RemainAfterExit=yes",
+            "ExecStart=/usr/local/sbin/metalserve-imex-channel0", "", "[Install]", "WantedBy=multi-user.target", ""]))
+    ports = imex_data.ports("")
+    stage["settings"]["imex_ports"] = ports
+    try:
+        text = imex_data.nodes_config(members, {m: hostvars.get(m, {}) for m in members})
+    except RecipeError as exc:
+        if any(not imex_known(hostvars.get(m, {})) for m in members):
+            text = None
+            unknown = [m for m in members if not imex_known(hostvars.get(m, {}))]
+            on_node(stage, "nodes_config.cfg and the IMEX firewall", f"the IPv4 of {', '.join(unknown)} (set "
+                    "nvidia_driver_imex_address, or gather their facts)")
+        else:
+            raise exc
+    files["imex_nodes"] = file_entry(services["imex"]["nodes_config"], text)
+    on_node(stage, "the IMEX ports", f"SERVER_PORT/IMEX_CMD_PORT of {services['imex']['config']} (NVIDIA's defaults "
+            f"{', '.join(map(str, ports))}); the role refuses a node whose file sets others")
+    if s["nvidia_driver_imex_firewall"]:
+        ruleset = firewall.members_only(firewall.IMEX, f"IMEX domain {s['nvidia_driver_imex_group'] or host}",
+                                        text.split() if text else None, ports) if text else None
+        files["imex_firewall"] = file_entry(firewall.IMEX.file, ruleset)
+        files["imex_firewall_unit"] = file_entry(f"/etc/systemd/system/{firewall.IMEX.unit}",
+                                                 firewall.table_unit(firewall.IMEX))
+
+
+def imex_known(hv: dict[str, Any]) -> bool:
+    try:
+        imex_data.member_address("?", hv)
+        return True
+    except RecipeError:
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def data_services() -> dict[str, Any]:
+    return read_yaml(DATA_DIR / "nvidia" / "services.yml")
+
+
+# --- AMD ROCm ---------------------------------------------------------------------------------------------------
+
+def rocm_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, Any]],
+               groups: dict[str, list[str]]) -> dict[str, Any]:
+    del groups
+    hv = hostvars[host]
+    stage = new_stage("driver", "rocm_driver", True)
+    s = runtime.settings(hv, "rocm_driver")
+    stage["inputs"] = runtime.without_secrets(s)
+    gpu = plan_gpu(plan, hv)
+    platform = dict(load_catalog(None, hv.get("sglang_gpu_platforms")).gpus[gpu], id=gpu)
+    server_user = runtime.settings(hv, "sglang_server")["sglang_server_user"]
+    key_fpr = fingerprint(s["rocm_driver_repo_key_fingerprint"], "rocm_driver_repo_key_fingerprint") \
+        if s["rocm_driver_repo_key_fingerprint"] else ""
+    kernel_args = [str(a) for a in s["rocm_driver_kernel_args"]]
+    stage["settings"] = {
+        "gpu": gpu, "platform": platform, "requested": str(s["rocm_driver_version"] or ""),
+        "repo_manage": bool(s["rocm_driver_repo_manage"]), "dkms": bool(s["rocm_driver_dkms"]),
+        "service_user": server_user, "kernel_args": kernel_args, "upgrade": bool(s["rocm_driver_upgrade"]),
+        "allow_reboot": bool(s["rocm_driver_allow_reboot"]), "reboot_timeout": int(s["rocm_driver_reboot_timeout"]),
+        "verify": bool(s["rocm_driver_verify"]), "expected_gpus": int(s["rocm_driver_expected_gpus"]),
+    }
+    requested = stage["settings"]["requested"]
+    if requested and requested not in rp.data("releases")["releases"]:
+        raise RecipeError(f"rocm_driver_version: ROCm {requested} is not in the compatibility table "
+                          f"({', '.join(rp.data('releases')['releases'])})")
+    osf = node_os(hv)
+    if osf is None:
+        no_os(stage, host, "the ROCm release check against AMD's GPU x OS table, repositories and pins")
+        stage["repository"] = None
+        if requested and not any(rp.supported(requested, gpu, system) for system in _all_systems()):
+            raise RecipeError(f"rocm_driver_version: ROCm {requested} supports {gpu} on no OS "
+                              f"({_support_offer(gpu)})")
+        stage["settings"]["release"] = requested or rp.data("releases")["default_by_gpu"].get(gpu)
+        return stage
+    release = rp.choose(gpu, platform, osf["distribution"], osf["distribution_version"], requested)
+    stage["settings"]["release"] = release
+    repo = rp.repositories(release, osf["distribution"], osf["distribution_version"], str(s["rocm_driver_rocm_repo_url"]),
+                           str(s["rocm_driver_amdgpu_repo_url"]), str(s["rocm_driver_graphics_repo_url"]))
+    repo.update(key_url=str(s["rocm_driver_repo_key_url"] or repo["key_url"]),
+                key_fingerprint=key_fpr or repo["key_fingerprint"])
+    stage["repository"] = repo
+    pkgs = rp.packages()
+    stage["packages"] = {"kernel": pkgs["kernel"] if s["rocm_driver_dkms"] else None,
+                         "install": rp.userspace_pins(release, repo["format"]), "hold": list(pkgs["held"])}
+    files = stage["files"]
+    if repo["format"] == "apt":
+        if s["rocm_driver_repo_manage"]:
+            common = {"suites": [repo["suite"]], "components": repo["components"],
+                      "architectures": repo["architectures"], "signed_by": repo["keyring"], "types": ["deb"]}
+            files["sources_rocm"] = file_entry("/etc/apt/sources.list.d/rocm.sources", deb822(
+                {**common, "name": "rocm", "uris": [repo["rocm"]] + ([repo["graphics"]] if repo["graphics"] else [])}))
+            files["sources_amdgpu"] = file_entry("/etc/apt/sources.list.d/amdgpu.sources", deb822(
+                {**common, "name": "amdgpu", "uris": [repo["amdgpu"]]}))
+            files["pin"] = file_entry(repo["pin_file"], repo["pin"])
+        files["unattended"] = file_entry("/etc/apt/apt.conf.d/51metalserve-rocm", apt_blacklist(
+            ["Managed by metalserve.sglang: ROCm upgraded under a running server breaks it mid-flight.",
+             "Move releases with rocm_driver_version and rocm_driver_upgrade: true (serial)."],
+            list(pkgs["held"]), ("rocm-", "hip")))
+    on_node(stage, "the repository's signing key", f"downloaded from the key URL and refused unless its only key has "
+            f"fingerprint {key_fpr or 'AMD publishes (data/amd/repository.yml)'}")
+    on_node(stage, "a reboot", "when amdgpu changed and the loaded module is not the one on disk, or the kernel runs "
+            f"without {' '.join(kernel_args) or 'the kernel arguments'}: "
+            + ("allowed (rocm_driver_allow_reboot)" if s["rocm_driver_allow_reboot"] else "refused (rocm_driver_allow_reboot "
+               "is false)"))
+    return stage
+
+
+def _all_systems() -> list[str]:
+    return sorted({s for rows in rp.data("releases")["support"].values() for oses in rows.values() for s in oses})
+
+
+def _support_offer(gpu: str) -> str:
+    table = rp.data("releases")
+    return "; ".join(f"{r}: {', '.join(table['support'][spec['support']].get(gpu) or []) or 'none'}"
+                     for r, spec in table["releases"].items())
+
+
+def plan_gpu(plan: dict[str, Any], hv: dict[str, Any]) -> str:
+    """The GPU the plan resolved for the host (the server's recipe; for a host without a recipe, its sglang_gpu or
+    the detected one)."""
+    gpu = (plan.get("recipe") or {}).get("gpu") or plan.get("gpu") or hv.get("sglang_gpu")
+    if not gpu:
+        raise RecipeError("sglang_gpu: the driver stage needs the node's GPU; set sglang_gpu or let site.yml detect it")
+    return str(gpu)
+
+
+def driver_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, Any]],
+                 groups: dict[str, list[str]]) -> dict[str, Any]:
+    vendor = plan.get("vendor")
+    if plan["role"] != "server":
+        return new_stage("driver", "", False, f"{host} serves no model (sglang_role {plan['role']}): no GPU driver")
+    if vendor == "nvidia":
+        return nvidia_stage(host, plan, hostvars, groups)
+    if vendor == "amd":
+        return rocm_stage(host, plan, hostvars, groups)
+    return new_stage("driver", "", False, f"no driver stage for vendor {vendor!r}")
+
+
+# --- RDMA -------------------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def doca() -> dict[str, Any]:
+    return read_yaml(DATA_DIR / "nvidia" / "doca.yml")
+
+
+def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, Any]],
+               groups: dict[str, list[str]]) -> dict[str, Any]:
+    del groups
+    hv = hostvars[host]
+    if plan["role"] != "server":
+        return new_stage("rdma", "rdma", False, f"{host} serves no model (sglang_role {plan['role']})")
+    stage = new_stage("rdma", "rdma", True)
+    s = runtime.settings(hv, "rdma")
+    stage["inputs"] = runtime.without_secrets(s)
+    stack = str(s["rdma_stack"])
+    if stack not in ("inbox", "doca"):
+        raise RecipeError(f"rdma_stack: {stack!r} is not one of inbox, doca")
+    peermem = s["rdma_peermem"]
+    if peermem == "auto":
+        peermem = stack == "doca" and plan.get("vendor") == "nvidia"
+    elif str(peermem).lower() in ("true", "false", "yes", "no", "1", "0", "on", "off"):
+        peermem = str(peermem).lower() in ("true", "yes", "1", "on")
+    else:
+        raise RecipeError(f"rdma_peermem: {s['rdma_peermem']!r} is not auto, true or false")
+    if peermem and plan.get("vendor") != "nvidia":
+        raise RecipeError(f"rdma_peermem: nvidia_peermem is NVIDIA's GPUDirect module; {host} is an "
+                          f"{plan.get('vendor')} node. Leave rdma_peermem at auto")
+    modules = [str(m) for m in s["rdma_modules"]] + (["nvidia_peermem"] if peermem else [])
+    networked = len(plan["members"]) > 1 or bool(plan["recipe"].get("pd_role"))
+    stage["settings"] = {"stack": stack, "peermem": bool(peermem), "memlock_unlimited": bool(s["rdma_memlock_unlimited"]),
+                         "docker_dropin": bool(s["rdma_docker_dropin"]), "udev_group": str(s["rdma_udev_group"]),
+                         "verify": bool(s["rdma_verify"]) and networked, "networked": networked,
+                         "sysfs_root": str(s["rdma_sysfs_root"])}
+    stage["modules"] = modules
+    stage["packages"] = {"install": [str(p) for p in (s["rdma_inbox_packages"] if stack == "inbox"
+                                                       else s["rdma_doca_packages"])]}
+    files = stage["files"]
+    if stack == "doca":
+        osf = node_os(hv)
+        data = doca()
+        url = str(s["rdma_doca_repo_url"] or "")
+        if not url and osf is None:
+            no_os(stage, host, "DOCA's repository URL")
+        url = url or (data["repo_url"].format(version=s["rdma_doca_version"], distribution=osf["distribution"].lower(),
+                                              distribution_version=osf["distribution_version"]) if osf else "")
+        stage["repository"] = {"url": url or None, "key_url": str(s["rdma_doca_key_url"] or data["key_url"]),
+                               "keyring": data["keyring"]}
+        files["sources"] = file_entry("/etc/apt/sources.list.d/doca.sources", deb822(
+            {"name": "doca", "uris": url, "suites": ["./"], "signed_by": data["keyring"], "types": ["deb"]})
+            if url else None)
+    files["modules_load"] = file_entry("/etc/modules-load.d/metalserve-rdma.conf",
+                                       f"{HEADER}\n" + "\n".join(modules) + "\n")
+    if s["rdma_memlock_unlimited"]:
+        files["memlock"] = file_entry("/etc/security/limits.d/90-metalserve-memlock.conf", "\n".join([
+            f"{HEADER}: RDMA registers memory; an 8 MB memlock breaks NCCL and Mooncake.",
+            "*    soft    memlock    unlimited", "*    hard    memlock    unlimited", ""]))
+    if s["rdma_docker_dropin"]:
+        files["docker_memlock"] = file_entry("/etc/systemd/system/docker.service.d/metalserve-memlock.conf",
+                                             f"{HEADER}\n[Service]\nLimitMEMLOCK=infinity\n")
+    group = stage["settings"]["udev_group"]
+    files["udev"] = file_entry("/etc/udev/rules.d/90-metalserve-infiniband.rules", "\n".join([
+        HEADER,
+        f'KERNEL=="uverbs*", SUBSYSTEM=="infiniband_verbs", GROUP="{group}", MODE="0660"',
+        f'KERNEL=="rdma_cm", SUBSYSTEM=="infiniband", GROUP="{group}", MODE="0660"',
+        f'KERNEL=="umad*", SUBSYSTEM=="infiniband_mad", GROUP="{group}", MODE="0660"', ""]))
+    in_container_note(stage, host)
+    if networked:
+        on_node(stage, "the rail check", "every port the instance uses must be ACTIVE (fabric_facts on the node)")
+    return stage
+
+
+# --- container runtime ------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def docker_data() -> dict[str, Any]:
+    return read_yaml(DATA_DIR / "docker" / "daemon.yml")
+
+
+JSON_TYPES = {"str": str, "bool": bool, "int": int, "list": list, "dict": dict}
+
+
+def daemon_json_problems(keys: Any, variable: str = "container_runtime_daemon_json") -> list[str]:
+    """What dockerd would refuse in the keys we merge into daemon.json (data/docker/daemon.yml): unknown keys,
+    values of the wrong JSON type, log-opts values that are not strings."""
+    if not isinstance(keys, dict):
+        return [f"{variable}: expected a mapping of daemon.json keys, got {type(keys).__name__} {keys!r}"]
+    table = docker_data()
+    out = []
+    for key, value in keys.items():
+        kind = table["keys"].get(str(key))
+        if kind is None:
+            close = difflib.get_close_matches(str(key), list(table["keys"]), n=1, cutoff=0.7)
+            out.append(f"{variable}: {key!r} is not a daemon.json key dockerd knows (it refuses to start: \"the following "
+                       f"directives don't match any configuration option\"){'; did you mean ' + close[0] + '?' if close else ''}")
+            continue
+        want = JSON_TYPES.get(kind)
+        if want is not None and (not isinstance(value, want) or (want is int and isinstance(value, bool))):
+            out.append(f"{variable}.{key}: {value!r} is a {type(value).__name__}; dockerd reads {key} as a JSON {kind} "
+                       "and refuses to start otherwise")
+            continue
+        if key in table["string_maps"] and isinstance(value, dict):
+            bad = {k: v for k, v in value.items() if not isinstance(v, str)}
+            for k, v in bad.items():
+                out.append(f"{variable}.{key}.{k}: {v!r} must be a string (\"{v}\"): dockerd reads {key} as strings "
+                           "only and refuses to start")
+    return out
+
+
+def runtime_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, Any]],
+                  groups: dict[str, list[str]]) -> dict[str, Any]:
+    del groups
+    hv = hostvars[host]
+    method = (plan.get("install") or {}).get("method")
+    if plan["role"] not in ("server", "router") or method != "docker":
+        return new_stage("runtime", "container_runtime", False,
+                         f"{host} runs no container (sglang_role {plan['role']}, install {method or 'none'})")
+    stage = new_stage("runtime", "container_runtime", True)
+    s = runtime.settings(hv, "container_runtime")
+    stage["inputs"] = runtime.without_secrets(s)
+    problems = daemon_json_problems(s["container_runtime_daemon_json"])
+    if problems:
+        raise RecipeError("; ".join(problems))
+    source = str(s["container_runtime_docker_source"])
+    data = docker_data()
+    if source not in data["packages"]:
+        raise RecipeError(f"container_runtime_docker_source: {source!r} is not one of {', '.join(data['packages'])}")
+    toolkit = s["container_runtime_nvidia_toolkit"]
+    vendor = plan.get("vendor")
+    if str(toolkit) == "auto":
+        toolkit = vendor == "nvidia"
+    elif str(toolkit).lower() in ("true", "yes", "1", "on", "false", "no", "0", "off"):
+        toolkit = str(toolkit).lower() in ("true", "yes", "1", "on")
+        if toolkit and vendor == "amd":
+            raise RecipeError(f"container_runtime_nvidia_toolkit: true on {host}, an AMD node (its GPUs are not NVIDIA's);"
+                              " leave it at auto")
+    else:
+        raise RecipeError(f"container_runtime_nvidia_toolkit: {s['container_runtime_nvidia_toolkit']!r} is not auto, "
+                          "true or false")
+    osf = node_os(hv)
+    repo = None
+    if source == "docker":
+        url = str(s["container_runtime_docker_repo_url"] or "")
+        key = str(s["container_runtime_docker_key_url"] or "")
+        if osf is None and not (url and key):
+            no_os(stage, host, "Docker's repository URL and suite")
+        dist = osf["distribution"].lower() if osf else ""
+        repo = {"url": url or (data["repository"]["url"].format(distribution=dist) if osf else None),
+                "key_url": key or (data["repository"]["key_url"].format(distribution=dist) if osf else None),
+                "keyring": data["repository"]["keyring"], "suite": osf["distribution_release"] if osf else None,
+                "components": list(data["repository"]["components"])}
+        stage["files"]["docker_sources"] = file_entry("/etc/apt/sources.list.d/docker.sources", deb822(
+            {"name": "docker", "uris": repo["url"], "suites": repo["suite"], "components": repo["components"],
+             "signed_by": repo["keyring"], "types": ["deb"]}) if repo["url"] and repo["suite"] else None)
+    stage["repository"] = repo
+    stage["settings"] = {"docker_source": source, "daemon_json": dict(s["container_runtime_daemon_json"]),
+                         "nvidia_toolkit": bool(toolkit), "start": bool(s["container_runtime_start"]),
+                         "toolkit_version": str(s["container_runtime_nvidia_toolkit_version"] or ""),
+                         "nvidia_repo_manage": bool(s["container_runtime_nvidia_repo_manage"]),
+                         "nvidia_repo_url": str(s["container_runtime_nvidia_repo_url"]),
+                         "nvidia_key_url": str(s["container_runtime_nvidia_key_url"]),
+                         "nvidia_keyring": "/etc/apt/keyrings/nvidia-container-toolkit.asc",
+                         "cdi": bool(s["container_runtime_cdi"]) and bool(toolkit),
+                         "cdi_spec": str(s["container_runtime_cdi_spec"])}
+    version = stage["settings"]["toolkit_version"]
+    names = ["nvidia-container-toolkit", "nvidia-container-toolkit-base"]
+    stage["packages"] = {"install": list(data["packages"][source])
+                         + ([f"{n}={version}" if version else n for n in names] if toolkit else [])}
+    if toolkit and s["container_runtime_nvidia_repo_manage"]:
+        stage["files"]["toolkit_sources"] = file_entry(
+            "/etc/apt/sources.list.d/nvidia-container-toolkit.sources", deb822(
+                {"name": "nvidia-container-toolkit", "uris": stage["settings"]["nvidia_repo_url"], "suites": ["/"],
+                 "signed_by": stage["settings"]["nvidia_keyring"], "types": ["deb"]}))
+    stage["files"]["daemon_json"] = file_entry("/etc/docker/daemon.json", None)
+    on_node(stage, "/etc/docker/daemon.json", "the node's own file with these keys merged in (every other key stays)"
+            + (", then the NVIDIA runtime added by nvidia-ctk" if toolkit else ""))
+    if stage["settings"]["cdi"]:
+        on_node(stage, "the CDI spec", f"{stage['settings']['cdi_spec']} regenerated whenever the loaded driver's "
+                "version changes (container_runtime_driver_version, read on the node)")
+    stage["services"] = ["docker.service"] if s["container_runtime_start"] else []
+    return stage
+
+
+# --- weights ----------------------------------------------------------------------------------------------------
+
+WEIGHTS_ROOT = "/var/lib/sglang/models"
+WEIGHT_SOURCES = ("auto", "hf", "rsync", "copy", "none")
+
+
+def served_path(plan: dict[str, Any]) -> str | None:
+    """The local directory the server loads (--model-path), None when it loads a hub id."""
+    argv = plan["argv"]
+    path = argv[argv.index("--model-path") + 1]
+    return path if path.startswith("/") else None
+
+
+def weights_dir(plan: dict[str, Any], hv: dict[str, Any]) -> str:
+    """Where a server's weights live on its node: model_weights_path, else the directory the server loads, else
+    /var/lib/sglang/models/<checkpoint>. The one owner of that path (model_weights, preflight, the disk alerts)."""
+    given = str(hv.get("model_weights_path") or "")
+    repo = str(hv.get("model_weights_repo") or plan["recipe"]["checkpoint"])
+    return given or served_path(plan) or f"{WEIGHTS_ROOT}/{repo}"
+
+
+def other_checkpoint(plan: dict[str, Any], path: str) -> str | None:
+    """The checkpoint id of another precision of the same model that a path ends with, if any (a BF16 folder on an
+    FP8 rack)."""
+    model = load_catalog().models.get(plan["recipe"]["model"])
+    if model is None:
+        return None
+    mine = plan["recipe"]["checkpoint"].rstrip("/")
+    for quant, ckpt in model.checkpoints.items():
+        other = str(ckpt["id"]).rstrip("/")
+        if other != mine and quant != plan["recipe"]["quant"] and path.rstrip("/").endswith("/" + other) \
+                and not path.rstrip("/").endswith("/" + mine):
+            return f"{other} ({quant})"
+    return None
+
+
+def weights_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, Any]],
+                  groups: dict[str, list[str]]) -> dict[str, Any]:
+    hv = hostvars[host]
+    if plan["role"] != "server":
+        return new_stage("weights", "model_weights", False, f"{host} serves no model (sglang_role {plan['role']})")
+    stage = new_stage("weights", "model_weights", True)
+    stage["settings"]["server_reads"] = served_path(plan) or plan["settings"]["hf_home"]
+    s = runtime.settings(hv, "model_weights")
+    stage["inputs"] = runtime.without_secrets(s)
+    source = str(s["model_weights_source"])
+    if source not in WEIGHT_SOURCES:
+        raise RecipeError(f"model_weights_source: {source!r} is not one of {', '.join(WEIGHT_SOURCES)}")
+    served = served_path(plan)
+    if source == "auto":  # stage from the Hub what the server loads from a folder; a hub id SGLang fetches itself
+        source = "hf" if served else "none"
+    repo = str(s["model_weights_repo"] or plan["recipe"]["checkpoint"])
+    directory = weights_dir(plan, hv)
+    problems = []
+    for path, variable in ((served, "sglang_model_path"), (str(s["model_weights_path"] or "") or None,
+                                                           "model_weights_path")):
+        wrong = other_checkpoint(plan, path) if path else None
+        if wrong:
+            problems.append(f"{variable}: {path} holds {wrong}, but {host} serves {plan['recipe']['checkpoint']} "
+                            f"({plan['recipe']['quant']}); point it at the {plan['recipe']['quant']} checkpoint's folder")
+    if source != "none":
+        if served is None:
+            problems.append(f"model_weights_source: {host} stages {repo} into {directory}, but its server loads "
+                            f"--model-path {plan['recipe']['checkpoint']} from the Hub and never reads that folder; set "
+                            f"sglang_model_path: {directory} (for the rack), or model_weights_source: none to let "
+                            "SGLang download it")
+        elif directory != served:
+            problems.append(f"model_weights_path: {host} stages the weights into {directory}, but its server loads "
+                            f"{served} (sglang_model_path); use one path (drop model_weights_path)")
+        if s["model_weights_repo"] and str(s["model_weights_repo"]) != plan["recipe"]["checkpoint"]:
+            model = load_catalog().models.get(plan["recipe"]["model"])
+            ids = {str(c["id"]) for c in (model.checkpoints.values() if model else [])}
+            if str(s["model_weights_repo"]) in ids:
+                problems.append(f"model_weights_repo: {s['model_weights_repo']} is another precision's checkpoint; "
+                                f"{host} serves {plan['recipe']['checkpoint']} ({plan['recipe']['quant']}). Drop "
+                                "model_weights_repo (it defaults to the recipe's checkpoint)")
+    if source == "rsync" and not s["model_weights_rsync_source"] and not s["model_weights_fanout_group"]:
+        problems.append("model_weights_rsync_source: model_weights_source is rsync but no rsync source is set "
+                        "(rsync://host/module/path or host:/path)")
+    if source == "copy" and not s["model_weights_copy_source"]:
+        problems.append("model_weights_copy_source: model_weights_source is copy but no source folder is set "
+                        "(a mounted path such as /mnt/nfs/models/zai-org/GLM-5.3)")
+    offline = bool(runtime.settings(hv, "sglang_install")["sglang_install_offline"])
+    if served is None and offline and source == "none":
+        problems.append(f"sglang_install_offline: {host} is offline but its server loads --model-path "
+                        f"{plan['recipe']['checkpoint']} (a hub id) and nothing stages it; stage the weights "
+                        "(model_weights_source: copy or rsync) and set sglang_model_path")
+    members, leader = fanout(host, str(s["model_weights_fanout_group"] or ""), hostvars, groups, plan, problems)
+    if problems:
+        raise RecipeError("; ".join(problems))
+    stage["settings"] = {
+        "server_reads": stage["settings"]["server_reads"], "source": source, "dir": directory, "repo": repo, "revision": str(s["model_weights_revision"]),
+        "hf_endpoint": str(s["model_weights_hf_endpoint"] or "https://huggingface.co"),
+        "token_file": str(s["model_weights_token_file"]), "tools_venv": str(s["model_weights_tools_venv"]),
+        "hf_hub_version": str(s["model_weights_hf_hub_version"]),
+        "rsync_source": str(s["model_weights_rsync_source"] or ""), "copy_source": str(s["model_weights_copy_source"] or ""),
+        "fanout_group": str(s["model_weights_fanout_group"] or ""), "fanout_members": members,
+        "fanout_leader": leader, "fanout_port": int(s["model_weights_fanout_port"]),
+        "fanout_leader_address": leader_address(leader, hostvars) if leader else "",
+        "fanout_keep_serving": bool(s["model_weights_fanout_keep_serving"]),
+        "verify_checksums": bool(s["model_weights_verify_checksums"]), "owner": str(s["model_weights_owner"]),
+        "group": str(s["model_weights_group"]), "poll": int(s["model_weights_poll"]),
+        "timeout": int(s["model_weights_timeout"]),
+    }
+    if source == "none":
+        stage["why"] = "model_weights_source is none: nothing is staged"
+    on_node(stage, "what is already staged", f"the shards present in {directory} against the checkpoint's manifest")
+    if leader == host and len(members) > 1:
+        fanout_files(stage, members, hostvars)
+    return stage
+
+
+def leader_address(leader: str, hostvars: dict[str, dict[str, Any]]) -> str:
+    address, _unresolved = placement.address_of(leader, hostvars.get(leader, {}))
+    return address
+
+
+def fanout(host: str, group: str, hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
+           plan: dict[str, Any], problems: list[str]) -> tuple[list[str], str]:
+    """The fan-out group's members (servers of the same weights) and its leader (the first)."""
+    if not group:
+        return [], ""
+    if group not in groups:
+        problems.append(f"model_weights_fanout_group: {group!r} (on {host}) is not an inventory group")
+        return [], ""
+    members = sorted(groups[group])
+    if host not in members:
+        problems.append(f"model_weights_fanout_group: {host} is not in {group} ({', '.join(members)}); name the group "
+                        "of the rack whose nodes share one copy")
+        return [], ""
+    not_serving = [m for m in members if str(hostvars.get(m, {}).get("sglang_role") or "server") != "server"]
+    if not_serving:
+        problems.append(f"model_weights_fanout_group: {group} holds {', '.join(not_serving)}, which serve no model "
+                        "(sglang_role); the fan-out copies weights between servers only. Name a group of servers")
+        return [], ""
+    return members, members[0]
+
+
+def fanout_files(stage: dict[str, Any], members: list[str], hostvars: dict[str, dict[str, Any]]) -> None:
+    s = stage["settings"]
+    peers = members[1:]
+    addresses = [runtime.fact(hostvars.get(p, {}), "default_ipv4", "address") for p in peers]
+    known = all(addresses)
+    text = "\n".join([
+        HEADER, f"# Read-only rsync module serving {s['dir']} to this rack's peers during the weight fan-out.",
+        "pid file = /run/sglang-weights-rsyncd.pid", "use chroot = yes", "read only = yes", "list = no", "uid = root",
+        "gid = root", "", "[sglang-weights]", f"    path = {s['dir']}", f"    comment = {s['repo']} for {', '.join(peers)}",
+        "    exclude = .cache/", f"    hosts allow = {' '.join([*map(str, addresses), '127.0.0.1'])}",
+        "    hosts deny = *", ""]) if known else None
+    if not known:
+        on_node(stage, "the fan-out's rsync allow-list", f"the IPv4 of {', '.join(p for p, a in zip(peers, addresses) if not a)} "
+                "(default_ipv4 facts, gathered by site.yml's first play)")
+    stage["files"]["fanout_config"] = file_entry("/etc/sglang/rsyncd-weights.conf", text)
+    stage["files"]["fanout_unit"] = file_entry("/etc/systemd/system/sglang-weights-rsyncd.service", "\n".join([
+        HEADER, "[Unit]", f"Description=Read-only rsync daemon serving {s['repo']} to rack peers",
+        "After=network-online.target", "Wants=network-online.target", "", "[Service]",
+        f"ExecStart=/usr/bin/rsync --daemon --no-detach --port={s['fanout_port']} --config=/etc/sglang/rsyncd-weights.conf",
+        "Restart=on-failure", "", "[Install]", "WantedBy=multi-user.target", ""]))
+
+
+# --- the site ---------------------------------------------------------------------------------------------------
+
+STAGE_MAKERS = (("driver", driver_stage), ("rdma", rdma_stage), ("runtime", runtime_stage), ("weights", weights_stage))
+
+
+def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
+           errors: dict[str, list[str]]) -> None:
+    """plan['stages'] on every planned host; each stage's problems are the host's (all of them, not the first)."""
+    for host, plan in plans.items():
+        if plan["role"] == "none":
+            continue
+        out = {}
+        for name, make in STAGE_MAKERS:
+            try:
+                out[name] = make(host, plan, hostvars, groups)
+            except RecipeError as exc:
+                errors.setdefault(host, []).append(str(exc))
+        plan["stages"] = out
