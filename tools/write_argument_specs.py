@@ -1,7 +1,8 @@
 """Write a role's meta/argument_specs.yml from its defaults/main.yml plus a descriptions file.
 
 The descriptions live in roles/<role>/meta/variables.yml as {name: {description, type?, choices?,
-no_log?, elements?}}; types are inferred from the defaults where not given. Run after changing defaults;
+no_log?, elements?, converge_only?}} (converge_only: why the option changes nothing a node gets, only what a
+run does; the site plan leaves it out and the option-effect test does not mutate it); types are inferred from the defaults where not given. Run after changing defaults;
 tests/unit/test_roles_contract.py fails when specs and defaults disagree.
 Usage: python tools/write_argument_specs.py roles/<role>
 """
@@ -19,7 +20,7 @@ class Dumper(yaml.SafeDumper):
         return super().increase_indent(flow, False)
 
 
-KNOWN_KEYS = {"description", "type", "choices", "elements", "no_log"}
+KNOWN_KEYS = {"description", "type", "choices", "elements", "no_log", "converge_only"}
 
 
 def infer(value: Any) -> str:
@@ -44,7 +45,8 @@ def main(role_dir: str) -> int:
         for key in ("choices", "no_log"):
             if key in info:
                 opt[key] = info[key]
-        opt["description"] = info["description"]
+        opt["description"] = info["description"] + (f" Converge-only: {info['converge_only']}"
+                                                     if info.get("converge_only") else "")
         options[name] = opt
     spec = {"argument_specs": {"main": {"short_description": meta["short_description"],
                                         "description": meta["description"], "options": options}}}

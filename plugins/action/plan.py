@@ -71,17 +71,9 @@ class ActionModule(ActionBase):
             result["warnings"] = [variables.redact(w) for w in warnings]
         if (here or variable_errors) and args.get("fail_on_error", True):
             # the failure carries what an operator acts on; the plans would bury it (thousands of lines)
-            parts = [f"refused before anything changed (reported once for the site, on "
-                     f"{task_vars.get('inventory_hostname', 'the first host')}; the hosts at fault are named below)"]
-            if variable_errors:
-                parts.append(variables.redact(variables.failure_text(variable_errors, len(wanted))))
-            # a problem the variable check already named (a variable that cannot be templated) is said once
-            said = {h: {m for ms in v.values() for m in ms} for h, v in variable_errors.items()}
-            rest = {h: [m for m in ms if m not in said.get(h, set())] for h, ms in here.items()}
-            rest = {h: ms for h, ms in rest.items() if ms}
-            if rest:
-                parts.append(variables.redact(site_plan.failure_text(rest, len(involved))))
-            result.update(failed=True, changed=False, msg="\n".join(parts),
+            text = site_plan.refusal_text(task_vars.get("inventory_hostname", "the first host"), variable_errors, here,
+                                          len(wanted), len(involved))
+            result.update(failed=True, changed=False, msg=text,
                           errors={h: [variables.redact(m) for m in ms] for h, ms in errors.items()})
             return result
         result.update(changed=False, plans=plans, monitoring=site.get("monitoring") or {},

@@ -23,7 +23,8 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import va
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import TEMPLATE_DIR, render_all, stale_dirs
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import (TEMPLATE_DIR, render_all, stale_dirs,
+                                                                                   stale_files)
 
 
 def _write(path: Path, content: str, mode: int) -> None:
@@ -69,16 +70,26 @@ class ActionModule(ActionBase):
             hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
             if not hostvars:
                 raise AnsibleActionFail("the inventory has no hosts: check the -i path (ansible-inventory --graph)")
-            site = site_plan.plan_site(hostvars, groups)
+            # what check_variables refused (render.yml runs it first, as site.yml does): one message with the plan's
+            variable_errors = {str(h): v for h, v in (args.get("variable_errors") or {}).items() if v}
+            try:
+                site = site_plan.plan_site(hostvars, groups)
+            except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
+                if not variable_errors and not broken:
+                    raise
+                site = {"plans": {}, "errors": {}, "monitoring": {}}
+                variable_errors.setdefault(sorted(hostvars)[0], {}).setdefault("plan", []).append(
+                    f"the plan could not run with these variables: {exc}")
             site["errors"] = {**site["errors"], **{h: m + site["errors"].get(h, []) for h, m in broken.items()}}
             warnings = [f"{h}: {w}" for h, p in sorted(site["plans"].items()) for w in p.get("warnings", [])]
             warnings += list((site.get("monitoring") or {}).get("warnings") or [])
             if warnings:
                 result["warnings"] = [variables.redact(w) for w in warnings]
-            if site["errors"]:
+            if site["errors"] or variable_errors:
                 result.update(failed=True, changed=False,
                               errors={h: [variables.redact(m) for m in ms] for h, ms in site["errors"].items()},
-                              msg=variables.redact(site_plan.failure_text(site["errors"], len(hostvars))))
+                              msg=site_plan.refusal_text("the controller; rendered/ was left as it was",
+                                                         variable_errors, site["errors"], len(hostvars), len(hostvars)))
                 return result
             plans, site_monitoring = site["plans"], site.get("monitoring") or {}
             preflight = self._preflight(plans, task_vars)
@@ -96,6 +107,14 @@ class ActionModule(ActionBase):
                               "before": old or "", "after": content})
             if not self._task.check_mode:
                 _write(path, content, int(mode, 8))
+        for path in stale_files(dest, set(files)):
+            changed.append(f"{path.relative_to(dest).as_posix()} (no longer rendered: removed)")
+            if not self._task.check_mode:
+                path.unlink()
+        if not self._task.check_mode:
+            for folder in sorted((p for p in dest.glob("*/files/**") if p.is_dir()), key=lambda p: -len(p.parts)):
+                if not any(folder.iterdir()):
+                    folder.rmdir()
         removed = [p.name for p in stale_dirs(dest, {rel.split("/", 1)[0] for rel in files if "/" in rel})]
         for name in removed:
             changed.append(f"{name}/ (host left the inventory: removed)")

@@ -9,7 +9,6 @@ from typing import Any, Callable
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import imex as im
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap as _wrap
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall
 
 
 def nvidia_repository(distribution: str, version: str, arch: str, base_url: str = "") -> dict[str, Any]:
@@ -44,12 +43,9 @@ def nvidia_reboot(installed: str, running: str, changed: bool, allow: bool, cont
                      running_kernel=str(running_kernel or ""))
 
 
-def nvidia_imex_domain(members: list[str], hostvars: dict[str, Any], config: str = "", name: str = "") -> dict[str, Any]:
-    """nodes_config.cfg text, the member IPs, the IMEX ports and the nftables file of a domain."""
-    text = im.nodes_config(list(members), hostvars)
-    ips = text.split()
-    ports = im.ports(config or "")
-    return {"nodes_config": text, "ips": ips, "ports": ports, "firewall": firewall.imex_ruleset(ips, ports, name or "imex")}
+def nvidia_imex_ports(config: str) -> list[int]:
+    """The TCP ports an IMEX daemon uses, from its config.cfg text."""
+    return im.ports(config or "")
 
 
 def nvidia_imex_channel_major(proc_devices: str) -> int | None:
@@ -61,4 +57,4 @@ class FilterModule:
 
     def filters(self) -> dict[str, Callable[..., Any]]:
         return {f.__name__: _wrap(f) for f in (nvidia_repository, nvidia_packages, nvidia_resolve, nvidia_lock,
-                                               nvidia_reboot, nvidia_imex_domain, nvidia_imex_channel_major)}
+                                               nvidia_reboot, nvidia_imex_ports, nvidia_imex_channel_major)}

@@ -21,9 +21,15 @@ options:
     type: path
     required: true
   plans:
-    description: The C(plans) returned by M(metalserve.sglang.plan).
+    description:
+      - The C(plans) returned by M(metalserve.sglang.plan). Without it the action plans the site itself (the same
+        C(plan_site()) as M(metalserve.sglang.plan)), which is what C(playbooks/render.yml) does.
     type: dict
-    required: true
+  variable_errors:
+    description:
+      - The C(errors) of M(metalserve.sglang.check_variables) run with C(fail_on_error=false); a site with any is
+        refused with them and the plan's own problems in one message, and nothing is written.
+    type: dict
   template_dir:
     description: Directory with the templates, to replace the collection's own.
     type: path
@@ -77,7 +83,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 def main() -> None:
     module = AnsibleModule(argument_spec={"dest": {"type": "path", "required": True},
-                                          "plans": {"type": "dict", "required": True},
+                                          "plans": {"type": "dict"}, "variable_errors": {"type": "dict"},
                                           "template_dir": {"type": "path"}, "preflight": {"type": "dict"}},
                            supports_check_mode=True)
     module.fail_json(msg="metalserve.sglang.render_plan runs as an action plugin on the controller")

@@ -38,18 +38,26 @@ def test_every_host_has_its_files(rendered: tuple[Path, subprocess.CompletedProc
     units = {"h200-b01": "rack_h200_bf16", "h200-b02": "rack_h200_bf16", "h200-f01": "glm-5.3-prefill",
              "h200-f02": "glm-5.3-decode"}
     for host in servers:
-        unit = f"sglang-{units.get(host, 'glm-5.3')}.service"
-        firewall = ["metalserve-sglang-firewall.service", "sglang-firewall.nft"] if host.startswith("h200-b") else []
+        unit = f"files/etc/systemd/system/sglang-{units.get(host, 'glm-5.3')}.service"
+        env = f"files/etc/sglang/{units.get(host, 'glm-5.3')}.env"
+        firewall = ["files/etc/systemd/system/metalserve-sglang-firewall.service",
+                    "files/etc/metalserve/sglang-firewall.nft"] if host.startswith("h200-b") else []
         # every node's metrics ports answer only mon-01 (the `monitoring` group)
-        firewall += ["metalserve-monitoring-firewall.service", "monitoring-firewall.nft"]
-        assert sorted(p.name for p in (out / host).iterdir()) == sorted(
-            ["docker-run.sh", "serve.args", "serve.env", "serve.sh", unit] + firewall), host
-    assert sorted(p.name for p in (out / "router-01").iterdir()) == [
-        "metalserve-monitoring-firewall.service", "monitoring-firewall.nft", "router.args", "router.sh",
-        "sglang-router.service"]
+        firewall += ["files/etc/systemd/system/metalserve-monitoring-firewall.service",
+                     "files/etc/metalserve/monitoring-firewall.nft"]
+        have = sorted(p.relative_to(out / host).as_posix() for p in (out / host).rglob("*") if p.is_file())
+        for name in ["docker-run.sh", "serve.args", "serve.sh", unit, env, "driver.yml", "rdma.yml", "runtime.yml",
+                     "weights.yml", "monitoring.yml"] + firewall:
+            assert name in have, (host, name, have)
+        assert not [n for n in have if "/" not in n and n.endswith((".service", ".env", ".nft"))], (host, have)
+    router = sorted(p.relative_to(out / "router-01").as_posix() for p in (out / "router-01").rglob("*") if p.is_file())
+    for name in ["files/etc/systemd/system/metalserve-monitoring-firewall.service",
+                 "files/etc/metalserve/monitoring-firewall.nft", "router.args", "router.sh",
+                 "files/etc/systemd/system/sglang-router.service", "runtime.yml", "monitoring.yml"]:
+        assert name in router, (name, router)
     assert sorted(p.name for p in (out / "monitoring").iterdir()) == ["grafana-dashboard.json",
                                                                       "metalserve.rules.yml", "prometheus.yml"]
-    assert "elements = { 10.10.9.20 }" in (out / "h200-a01" / "monitoring-firewall.nft").read_text()
+    assert "elements = { 10.10.9.20 }" in (out / "h200-a01" / "files/etc/metalserve/monitoring-firewall.nft").read_text()
     args = (out / "h200-b02" / "serve.args").read_text().splitlines()
     assert args[args.index("--node-rank") + 1] == "1"
     assert args[args.index("--dist-init-addr") + 1] == "10.10.2.11:20000"
@@ -64,7 +72,7 @@ def test_unit_and_docker_command_carry_the_same_argv(rendered: tuple[Path, subpr
     import shlex
     out, _proc = rendered
     args = (out / "h200-b02" / "serve.args").read_text().splitlines()
-    unit = (out / "h200-b02" / "sglang-rack_h200_bf16.service").read_text()
+    unit = (out / "h200-b02" / "files/etc/systemd/system/sglang-rack_h200_bf16.service").read_text()
     exec_start = unit.split("ExecStart=", 1)[1].split("\nExecStop", 1)[0].replace("\\\n", " ")
     assert exec_start.split()[-len(args):] == args
     docker = shlex.split((out / "h200-b02" / "docker-run.sh").read_text().split("exec ", 1)[1].replace("\\\n", " "))
@@ -88,6 +96,11 @@ def test_plan_md(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
     rows = [line for line in plan.splitlines() if line.startswith("| ") and not line.startswith(("| Host", "| ---"))]
     assert len(rows) == 12  # eleven serving hosts and mon-01 (sglang_role: none)
     assert "| h200-b02 | B-h200-bf16 | server | h200 | bf16 | low-latency | 2 | rack_h200_bf16 | 1 | **no** |" in plan
+    # the driver and runtime each node gets (no facts here: the node decides the 580.x it keeps)
+    assert "| 580.x (node) open | docker (distro + toolkit) |" in plan
+    assert "| gb300-d01 |" in plan and "580.x (node) open +IMEX |" in plan
+    assert "| ROCm 7.2.4 | docker (distro) |" in plan
+    assert "## Decided on the nodes" in plan
     assert "| h200-f01 | F-h200-pd | PD prefill |" in plan
     assert "| router-01 | F-h200-pd | router (pd) |" in plan
     assert "| mi355x-e01 | E-mi355x | server | mi355x | fp8 | balanced | 1 | glm-5.3 | 0 | **no** | 0.5.13.post1 | 8e04be51 |" in plan
@@ -100,7 +113,7 @@ def test_plan_md(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
 def test_secrets_are_masked_everywhere(rendered: tuple[Path, subprocess.CompletedProcess]) -> None:
     out, proc = rendered
     # docker: the token reaches the container as a mounted file, never as environment
-    assert "HF_TOKEN_PATH=/run/secrets/hf_token" in (out / "h200-a01" / "serve.env").read_text()
+    assert "HF_TOKEN_PATH=/run/secrets/hf_token" in (out / "h200-a01" / "files/etc/sglang/glm-5.3.env").read_text()
     for path in out.rglob("*"):
         if path.is_file():
             assert SECRET not in path.read_text(), path

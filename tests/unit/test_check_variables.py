@@ -118,13 +118,22 @@ def test_a_template_left_unrendered_is_a_problem_before_2_19(value: object, monk
 
 
 def test_a_likely_typo_of_a_role_variable_is_named_with_what_was_meant() -> None:
-    specs = {r: variables.role_options(r) for r in ("model_weights", "rdma", "sglang_server")}
+    specs = {r: variables.role_options(r) for r in ("model_weights", "rdma", "sglang_server", "nvidia_driver")}
     found = variables.unknown_names(["model_weights_revison", "rdma_vlan_of_another_role", "sglang_server_prot",
-                                     "model_weights_source"], specs)
-    # model_weights_revison is close to a documented name; the rdma_ name is nobody's typo (another role may own it);
+                                     "model_weights_source", "model_weight_source", "rack_vlan", "nvidia_driver_gpu",
+                                     "_rdma_private", "monitoring_port"], specs)
+    # the collection owns every prefix it ships: a name under one that the role does not read is refused, with its
+    # nearest name or where the role's names are; a near miss of a prefix (model_weight_) is refused with the name
+    # meant; a retired name says what replaced it; the site's own names (rack_vlan) and private ones are left alone;
     # sglang_* names are the plan's to judge
-    assert found == {"model_weights": ["model_weights_revison is not a variable of model_weights; "
-                                       "did you mean model_weights_revision?"]}
+    assert found == {
+        "model_weights": ["model_weight_source is not a variable of this collection; did you mean model_weights_source?",
+                          "model_weights_revison is not a variable of model_weights (the collection owns the "
+                          "model_weights_ prefix); did you mean model_weights_revision?"],
+        "nvidia_driver": ["nvidia_driver_gpu is retired: the driver stage takes the node's GPU from the site plan "
+                          "(sglang_gpu, or the GPU gpu_facts detected), the same GPU its recipe uses; set sglang_gpu"],
+        "rdma": ["rdma_vlan_of_another_role is not a variable of rdma (the collection owns the rdma_ prefix); its "
+                 "variables are listed in roles/rdma/README.md"]}
 
 
 @pytest.mark.parametrize("token", ["hf_abcdefghijklmnop", "sk-ant-api03-TOPSECRET", "ghp_0123456789abcdefXYZ",

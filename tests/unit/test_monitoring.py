@@ -254,7 +254,8 @@ def test_rendered_holds_the_monitoring_files() -> None:
     s = site()
     files = render.render_all(s["plans"], "test", site_monitoring=s["monitoring"])
     assert {"monitoring/prometheus.yml", "monitoring/metalserve.rules.yml", "monitoring/grafana-dashboard.json",
-            "b2/monitoring-firewall.nft", "b2/metalserve-monitoring-firewall.service"} <= set(files)
+            "b2/files/etc/metalserve/monitoring-firewall.nft",
+            "b2/files/etc/systemd/system/metalserve-monitoring-firewall.service"} <= set(files)
     assert files["monitoring/metalserve.rules.yml"][0] == s["monitoring"]["files"]["rules"]["content"]
 
 

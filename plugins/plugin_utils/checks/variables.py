@@ -153,21 +153,46 @@ def role_outputs(role: str, roles_dir: str = str(ROLES_DIR)) -> frozenset[str]:
     return frozenset(found)
 
 
+@lru_cache(maxsize=None)
+def retired(data_file: str = str(ROLES_DIR.parent / "data" / "variables.yml")) -> dict[str, str]:
+    """Variables this collection no longer reads, each with what replaced it (data/variables.yml `retired`)."""
+    doc = yaml.safe_load(Path(data_file).read_text(encoding="utf-8")) or {}
+    return {str(k): " ".join(str(v).split()) for k, v in (doc.get("retired") or {}).items()}
+
+
+def _owner(name: str, specs: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The role whose prefix a name carries (the longest that fits); sglang_* names are the plan's to judge."""
+    owners = [r for r in specs if name.startswith(f"{r}_") and not r.startswith("sglang_")]
+    return max(owners, key=len) if owners else None
+
+
 def unknown_names(names: Iterable[str], specs: Mapping[str, Mapping[str, Any]]) -> dict[str, list[str]]:
-    """Likely typos of a role's variables: a name with the role's prefix that the role does not document but that
-    is close to one it does. Names with no close match are left alone (another role of the site may own them);
-    sglang_* names are the plan's to judge (it owns that prefix)."""
+    """Names the collection owns but does not read, each with what to use: a retired variable (what replaced it); a
+    name under a role's prefix that the role does not document (the collection owns every prefix it ships: its
+    nearest known name, or where the role's variables are listed); and a name under no prefix of ours that is a
+    near miss of one of our variables (model_weight_source). Names a role sets itself are not typos; sglang_* names
+    are the plan's to judge (placement.variable_errors)."""
     out: dict[str, list[str]] = {}
-    for role, options in specs.items():
-        prefix = f"{role}_"
-        if prefix.startswith("sglang_"):
+    known = {n for options in specs.values() for n in options}
+    outputs = set().union(*(role_outputs(r) for r in specs)) if specs else set()
+    gone = retired()
+    for name in sorted(set(names)):
+        if name in known or name in outputs or name.startswith("_") or name.startswith("sglang_"):
             continue
-        outputs = role_outputs(role)
-        for name in sorted(n for n in names if n.startswith(prefix) and n not in options and n not in outputs):
-            close = difflib.get_close_matches(name, list(options), n=1, cutoff=0.8)
-            if close:
-                out.setdefault(role, []).append(
-                    f"{name} is not a variable of {role}; did you mean {' or '.join(close)}?")
+        owner = _owner(name, specs)
+        if name in gone:
+            out.setdefault(owner or "retired", []).append(f"{name} is retired: {gone[name]}")
+            continue
+        if owner:
+            close = difflib.get_close_matches(name, list(specs[owner]), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else f"its variables are listed in roles/{owner}/README.md"
+            out.setdefault(owner, []).append(
+                f"{name} is not a variable of {owner} (the collection owns the {owner}_ prefix); {hint}")
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.85)
+        if close and close[0].split("_", 1)[0][:5] == name.split("_", 1)[0][:5]:
+            role = next(r for r, options in specs.items() if close[0] in options)
+            out.setdefault(role, []).append(f"{name} is not a variable of this collection; did you mean {close[0]}?")
     return out
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import coherence, monitoring, placement, stages, units
 
@@ -90,6 +91,22 @@ def failure_text(errors: dict[str, list[str]], total: int) -> str:
     for host, messages in sorted(errors.items()):
         lines += [f"  - {host}: {m}" for m in messages]
     return "\n".join(lines)
+
+
+def refusal_text(where: str, variable_errors: dict[str, dict[str, list[str]]], problems: dict[str, list[str]],
+                 checked: int, planned: int) -> str:
+    """The one message of a refused site: the argument-spec refusals (check_variables), then the plan's own problems;
+    a problem both name (a variable that cannot be templated) is said once. Tokens are masked."""
+    parts = [f"refused before anything changed (reported once for the site, on {where}; the hosts at fault are named "
+             "below)"]
+    if variable_errors:
+        parts.append(variables.redact(variables.failure_text(variable_errors, checked)))
+    said = {h: {m for ms in v.values() for m in ms} for h, v in variable_errors.items()}
+    rest = {h: [m for m in ms if m not in said.get(h, set())] for h, ms in problems.items()}
+    rest = {h: ms for h, ms in rest.items() if ms}
+    if rest:
+        parts.append(variables.redact(failure_text(rest, planned)))
+    return "\n".join(parts)
 
 
 def host_plan(host: str, hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> dict[str, Any]:

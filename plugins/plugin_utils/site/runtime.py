@@ -71,10 +71,29 @@ def secret_options() -> frozenset[str]:
     return frozenset(out)
 
 
+@functools.lru_cache(maxsize=None)
+def converge_only() -> frozenset[str]:
+    """Role settings that change nothing a node gets, only what a run does (a check's threshold, a timeout, whether a
+    reboot is allowed): roles/<role>/meta/variables.yml marks them `converge_only` with the reason. The plan leaves
+    them out (a play may set them), and render.yml shows nothing of them."""
+    out = set()
+    for path in sorted((ROOT / "roles").glob("*/meta/variables.yml")):
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        out.update(name for name, info in (doc.get("variables") or {}).items() if (info or {}).get("converge_only"))
+    return frozenset(out)
+
+
 def without_secrets(values: Mapping[str, Any]) -> dict[str, Any]:
     """Role settings as a plan may hold them: the no_log ones left out."""
     secret = secret_options()
     return {k: v for k, v in sorted(values.items()) if k not in secret}
+
+
+def plan_inputs(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The role settings a plan was made from (what a role compares with what it sees): no secrets, nothing
+    converge-only."""
+    skip = converge_only()
+    return {k: v for k, v in without_secrets(values).items() if k not in skip}
 
 
 def _coerce(name: str, value: Any, default: Any) -> Any:
@@ -199,7 +218,7 @@ def inputs(hv: dict[str, Any], roles: tuple[str, ...]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for role in roles:
         out.update(settings(hv, role))
-    return without_secrets(out)
+    return plan_inputs(out)
 
 
 def plan_missing(sites: Iterable[Any]) -> bool:

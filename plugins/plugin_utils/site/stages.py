@@ -60,8 +60,8 @@ def node_os(hv: dict[str, Any]) -> dict[str, str] | None:
     return {k: str(facts.get(k) or "") for k in OS_FACTS}
 
 
-def no_os(stage: dict[str, Any], host: str, what: str) -> None:
-    on_node(stage, what, f"the distribution and CPU of {host} (facts not gathered yet: site.yml's first play "
+def no_os(stage: dict[str, Any], what: str) -> None:
+    on_node(stage, what, "the node's distribution and CPU (facts not gathered yet: site.yml's first play "
                          "gathers them, and render.yml reads them from the fact cache)")
 
 
@@ -102,8 +102,8 @@ def fingerprint(value: Any, variable: str) -> str:
     return text
 
 
-def in_container_note(stage: dict[str, Any], host: str) -> None:
-    on_node(stage, "kernel work (modprobe, initramfs, reboot)", f"skipped when {host} is a container (its "
+def in_container_note(stage: dict[str, Any]) -> None:
+    on_node(stage, "kernel work (modprobe, initramfs, reboot)", "skipped when the node is a container (its "
             "virtualization facts)")
 
 
@@ -155,7 +155,7 @@ def nvidia_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, 
     hv = hostvars[host]
     stage = new_stage("driver", "nvidia_driver", True)
     s = runtime.settings(hv, "nvidia_driver")
-    stage["inputs"] = runtime.without_secrets(s)
+    stage["inputs"] = runtime.plan_inputs(s)
     gpu = plan_gpu(plan, hv)
     platform = dict(load_catalog(None, hv.get("sglang_gpu_platforms")).gpus[gpu], id=gpu)
     branch = nvidia_branch(s["nvidia_driver_branch"])
@@ -172,21 +172,17 @@ def nvidia_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, 
         if s["nvidia_driver_repo_key_fingerprint"] else ""
     stage["settings"] = {
         "gpu": gpu, "platform": platform, "branch": branch, "version": version, "flavor": flavor,
-        "repo_manage": bool(s["nvidia_driver_repo_manage"]), "upgrade": bool(s["nvidia_driver_upgrade"]),
-        "allow_reboot": bool(s["nvidia_driver_allow_reboot"]), "reboot_timeout": int(s["nvidia_driver_reboot_timeout"]),
-        "loaded_version_file": str(s["nvidia_driver_loaded_version_file"]),
-        "secure_boot": str(s["nvidia_driver_secure_boot"]), "blacklist_nouveau": bool(s["nvidia_driver_blacklist_nouveau"]),
+        "repo_manage": bool(s["nvidia_driver_repo_manage"]),
+        "blacklist_nouveau": bool(s["nvidia_driver_blacklist_nouveau"]),
         "imex": imex, "imex_group": group, "imex_members": members, "imex_firewall": bool(s["nvidia_driver_imex_firewall"]),
     }
-    if s["nvidia_driver_secure_boot"] not in ("refuse", "signed"):
-        raise RecipeError(f"nvidia_driver_secure_boot: {s['nvidia_driver_secure_boot']!r} is not one of refuse, signed")
     files = stage["files"]
     if s["nvidia_driver_blacklist_nouveau"]:
         files["blacklist_nouveau"] = file_entry("/etc/modprobe.d/metalserve-blacklist-nouveau.conf",
                                                 f"{HEADER}\nblacklist nouveau\noptions nouveau modeset=0\n")
     osf = node_os(hv)
     if osf is None:
-        no_os(stage, host, "repository, package names and pins")
+        no_os(stage, "repository, package names and pins")
         stage["repository"] = None
         stage["packages"] = {}
     else:
@@ -222,9 +218,8 @@ def nvidia_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, 
                 "new node takes the newest version every needed package publishes in the repository")
     on_node(stage, "the repository's signing key", f"downloaded from the key URL and refused unless its only key has "
             f"fingerprint {key_fpr or 'NVIDIA publishes (data/nvidia/repository.yml)'}")
-    on_node(stage, "a reboot", "whenever the loaded module is not the installed driver: "
-            + ("allowed (nvidia_driver_allow_reboot)" if s["nvidia_driver_allow_reboot"] else
-               "refused before anything starts (nvidia_driver_allow_reboot is false)"))
+    on_node(stage, "a reboot", "whenever the loaded module is not the installed driver; a run reboots only with "
+            "nvidia_driver_allow_reboot, else it stops before anything starts")
     if imex:
         imex_files(stage, host, members, hostvars, flavor, s)
     return stage
@@ -289,7 +284,7 @@ def rocm_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
     hv = hostvars[host]
     stage = new_stage("driver", "rocm_driver", True)
     s = runtime.settings(hv, "rocm_driver")
-    stage["inputs"] = runtime.without_secrets(s)
+    stage["inputs"] = runtime.plan_inputs(s)
     gpu = plan_gpu(plan, hv)
     platform = dict(load_catalog(None, hv.get("sglang_gpu_platforms")).gpus[gpu], id=gpu)
     server_user = runtime.settings(hv, "sglang_server")["sglang_server_user"]
@@ -299,9 +294,7 @@ def rocm_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
     stage["settings"] = {
         "gpu": gpu, "platform": platform, "requested": str(s["rocm_driver_version"] or ""),
         "repo_manage": bool(s["rocm_driver_repo_manage"]), "dkms": bool(s["rocm_driver_dkms"]),
-        "service_user": server_user, "kernel_args": kernel_args, "upgrade": bool(s["rocm_driver_upgrade"]),
-        "allow_reboot": bool(s["rocm_driver_allow_reboot"]), "reboot_timeout": int(s["rocm_driver_reboot_timeout"]),
-        "verify": bool(s["rocm_driver_verify"]), "expected_gpus": int(s["rocm_driver_expected_gpus"]),
+        "service_user": server_user, "kernel_args": kernel_args,
     }
     requested = stage["settings"]["requested"]
     if requested and requested not in rp.data("releases")["releases"]:
@@ -309,7 +302,7 @@ def rocm_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
                           f"({', '.join(rp.data('releases')['releases'])})")
     osf = node_os(hv)
     if osf is None:
-        no_os(stage, host, "the ROCm release check against AMD's GPU x OS table, repositories and pins")
+        no_os(stage, "the ROCm release check against AMD's GPU x OS table, repositories and pins")
         stage["repository"] = None
         if requested and not any(rp.supported(requested, gpu, system) for system in _all_systems()):
             raise RecipeError(f"rocm_driver_version: ROCm {requested} supports {gpu} on no OS "
@@ -340,12 +333,22 @@ def rocm_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
             ["Managed by metalserve.sglang: ROCm upgraded under a running server breaks it mid-flight.",
              "Move releases with rocm_driver_version and rocm_driver_upgrade: true (serial)."],
             list(pkgs["held"]), ("rocm-", "hip")))
+    files["udev"] = file_entry("/etc/udev/rules.d/70-metalserve-amdgpu.rules", "\n".join([
+        f"{HEADER}: ROCm needs /dev/kfd and /dev/dri/renderD* for the serving user,",
+        "# who is in video and render; nobody else gets them.",
+        'SUBSYSTEM=="kfd", KERNEL=="kfd", GROUP="render", MODE="0660"',
+        'SUBSYSTEM=="drm", KERNEL=="renderD*", GROUP="render", MODE="0660"',
+        'SUBSYSTEM=="drm", KERNEL=="card*", GROUP="video", MODE="0660"', ""]))
+    if kernel_args and osf["os_family"] == "Debian":
+        files["grub"] = file_entry("/etc/default/grub.d/60-metalserve-rocm.cfg", "\n".join([
+            f"{HEADER} (rocm_driver_kernel_args); takes effect after a reboot.",
+            f'GRUB_CMDLINE_LINUX_DEFAULT="${{GRUB_CMDLINE_LINUX_DEFAULT}} {" ".join(kernel_args)}"', ""]))
+    elif kernel_args:
+        on_node(stage, "the kernel arguments", f"added with grubby to every kernel where missing ({' '.join(kernel_args)})")
     on_node(stage, "the repository's signing key", f"downloaded from the key URL and refused unless its only key has "
             f"fingerprint {key_fpr or 'AMD publishes (data/amd/repository.yml)'}")
     on_node(stage, "a reboot", "when amdgpu changed and the loaded module is not the one on disk, or the kernel runs "
-            f"without {' '.join(kernel_args) or 'the kernel arguments'}: "
-            + ("allowed (rocm_driver_allow_reboot)" if s["rocm_driver_allow_reboot"] else "refused (rocm_driver_allow_reboot "
-               "is false)"))
+            f"without {' '.join(kernel_args) or 'the kernel arguments'}; a run reboots only with rocm_driver_allow_reboot")
     return stage
 
 
@@ -395,7 +398,7 @@ def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
         return new_stage("rdma", "rdma", False, f"{host} serves no model (sglang_role {plan['role']})")
     stage = new_stage("rdma", "rdma", True)
     s = runtime.settings(hv, "rdma")
-    stage["inputs"] = runtime.without_secrets(s)
+    stage["inputs"] = runtime.plan_inputs(s)
     stack = str(s["rdma_stack"])
     if stack not in ("inbox", "doca"):
         raise RecipeError(f"rdma_stack: {stack!r} is not one of inbox, doca")
@@ -424,7 +427,7 @@ def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
         data = doca()
         url = str(s["rdma_doca_repo_url"] or "")
         if not url and osf is None:
-            no_os(stage, host, "DOCA's repository URL")
+            no_os(stage, "DOCA's repository URL")
         url = url or (data["repo_url"].format(version=s["rdma_doca_version"], distribution=osf["distribution"].lower(),
                                               distribution_version=osf["distribution_version"]) if osf else "")
         stage["repository"] = {"url": url or None, "key_url": str(s["rdma_doca_key_url"] or data["key_url"]),
@@ -447,7 +450,7 @@ def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
         f'KERNEL=="uverbs*", SUBSYSTEM=="infiniband_verbs", GROUP="{group}", MODE="0660"',
         f'KERNEL=="rdma_cm", SUBSYSTEM=="infiniband", GROUP="{group}", MODE="0660"',
         f'KERNEL=="umad*", SUBSYSTEM=="infiniband_mad", GROUP="{group}", MODE="0660"', ""]))
-    in_container_note(stage, host)
+    in_container_note(stage)
     if networked:
         on_node(stage, "the rail check", "every port the instance uses must be ACTIVE (fabric_facts on the node)")
     return stage
@@ -500,7 +503,7 @@ def runtime_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
                          f"{host} runs no container (sglang_role {plan['role']}, install {method or 'none'})")
     stage = new_stage("runtime", "container_runtime", True)
     s = runtime.settings(hv, "container_runtime")
-    stage["inputs"] = runtime.without_secrets(s)
+    stage["inputs"] = runtime.plan_inputs(s)
     problems = daemon_json_problems(s["container_runtime_daemon_json"])
     if problems:
         raise RecipeError("; ".join(problems))
@@ -526,7 +529,7 @@ def runtime_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
         url = str(s["container_runtime_docker_repo_url"] or "")
         key = str(s["container_runtime_docker_key_url"] or "")
         if osf is None and not (url and key):
-            no_os(stage, host, "Docker's repository URL and suite")
+            no_os(stage, "Docker's repository URL and suite")
         dist = osf["distribution"].lower() if osf else ""
         repo = {"url": url or (data["repository"]["url"].format(distribution=dist) if osf else None),
                 "key_url": key or (data["repository"]["key_url"].format(distribution=dist) if osf else None),
@@ -608,7 +611,7 @@ def weights_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
     stage = new_stage("weights", "model_weights", True)
     stage["settings"]["server_reads"] = served_path(plan) or plan["settings"]["hf_home"]
     s = runtime.settings(hv, "model_weights")
-    stage["inputs"] = runtime.without_secrets(s)
+    stage["inputs"] = runtime.plan_inputs(s)
     source = str(s["model_weights_source"])
     if source not in WEIGHT_SOURCES:
         raise RecipeError(f"model_weights_source: {source!r} is not one of {', '.join(WEIGHT_SOURCES)}")
@@ -727,6 +730,9 @@ def fanout_files(stage: dict[str, Any], members: list[str], hostvars: dict[str, 
 # --- the site ---------------------------------------------------------------------------------------------------
 
 STAGE_MAKERS = (("driver", driver_stage), ("rdma", rdma_stage), ("runtime", runtime_stage), ("weights", weights_stage))
+#: a role's switch that leaves its stage alone
+MANAGE = {"nvidia_driver": "nvidia_driver_manage", "rocm_driver": "rocm_driver_manage", "rdma": "rdma_manage",
+          "container_runtime": "container_runtime_manage"}
 
 
 def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
@@ -738,7 +744,12 @@ def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]
         out = {}
         for name, make in STAGE_MAKERS:
             try:
-                out[name] = make(host, plan, hostvars, groups)
+                stage = make(host, plan, hostvars, groups)
             except RecipeError as exc:
                 errors.setdefault(host, []).append(str(exc))
+                continue
+            switch = MANAGE.get(stage["role"])
+            if stage["applies"] and switch and not runtime.settings(hostvars[host], stage["role"])[switch]:
+                stage.update(applies=False, why=f"{switch} is false: the role leaves this stage as the node has it")
+            out[name] = stage
         plan["stages"] = out
