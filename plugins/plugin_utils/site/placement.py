@@ -396,9 +396,10 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         raise RecipeError(f"sglang_instance: {instance!r} must be letters, digits, '.', '_' or '-' (it names a unit)")
     answering = (decode or heads)[0]
     catalog = load_catalog()
-    method = str(coerce(hv.get("sglang_install_method") or "docker", "str", "sglang_install_method"))
-    if method not in ("docker", "uv"):
-        raise RecipeError(f"sglang_install_method: {method!r} is not one of docker, uv")
+    spec = load_catalog().variables["recipe"]["sglang_install_method"]  # the one owner of its default and choices
+    method = str(coerce(hv.get("sglang_install_method") or spec["default"], "str", "sglang_install_method"))
+    if method not in spec["choices"]:
+        raise RecipeError(f"sglang_install_method: {method!r} is not one of {', '.join(spec['choices'])}")
     release = str(hv.get("sglang_version") or catalog.versions["pinned"]).lstrip("v")
     image = hv.get("sglang_image") or catalog.router.get("image")
     if method == "uv" and hv.get("sglang_image"):

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 TEMPLATE_DIR = ROOT / "playbooks" / "templates" / "render"
 VIEWS_BY_ROLE = {"server": ("serve.args", "serve.sh"), "router": ("router.args", "router.sh")}
 #: the per-stage summaries (site/stages.py, and the monitoring stage of site/monitoring.py)
-STAGE_VIEWS = ("driver", "rdma", "runtime", "weights", "monitoring")
+STAGE_VIEWS = ("driver", "rdma", "runtime", "install", "weights", "monitoring")
 #: every name render writes into a host's folder (a folder holding only these is ours to remove)
 OWN_NAMES = ("serve.args", "serve.sh", "docker-run.sh", "router.args", "router.sh", "files",
              *(f"{name}.yml" for name in STAGE_VIEWS))
@@ -50,6 +50,9 @@ def node_files(plan: dict[str, Any], site_monitoring: dict[str, Any] | None) -> 
     out: dict[str, dict[str, Any]] = {}
     for key, entry in (plan.get("files") or {}).items():
         out[f"serve.{key}"] = entry
+    marker = (plan.get("install") or {}).get("marker")
+    if marker:
+        out["install.marker"] = marker
     for key, entry in ((plan.get("monitoring") or {}).get("files") or {}).items():
         out[f"monitoring.{key}"] = entry
     if plan["host"] in (site_monitoring or {}).get("hosts", []):
@@ -118,6 +121,19 @@ def decided(plans: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"stage": k[0], "what": k[1], "why": k[2], "hosts": hosts} for k, hosts in by.items()]
 
 
+def install_view(plan: dict[str, Any]) -> dict[str, Any]:
+    """What sglang_install puts on the node (rendered/<host>/install.yml)."""
+    spec = dict(plan["install"])
+    marker = spec.pop("marker", None)
+    view: dict[str, Any] = {"stage": "install", "role": "sglang_install", "applies": True, **spec}
+    if marker:
+        view["files"] = [{"path": marker["path"], "mode": marker["mode"], "content": f"files{marker['path']}"}]
+    if spec["method"] == "docker":
+        view["decided_on_node"] = ["the image ID: a tag is pulled again on every run and the server restarts when the "
+                                   "image behind it changed (a digest never changes)"]
+    return view
+
+
 def monitoring_view(plan: dict[str, Any], site_monitoring: dict[str, Any] | None) -> dict[str, Any] | None:
     mon = plan.get("monitoring")
     if not mon:
@@ -149,6 +165,8 @@ def host_files(plan: dict[str, Any], env: jinja2.Environment,
             out["files" + entry["path"]] = (entry["content"], "0644")
     for name, stage in (plan.get("stages") or {}).items():
         out[f"{name}.yml"] = (f"# {HEADER}\n" + monitoring.dump(stage_view(stage)), "0644")
+    if plan.get("install"):
+        out["install.yml"] = (f"# {HEADER}\n" + monitoring.dump(install_view(plan)), "0644")
     view = monitoring_view(plan, site_monitoring)
     if view:
         out["monitoring.yml"] = (f"# {HEADER}\n" + monitoring.dump(view), "0644")

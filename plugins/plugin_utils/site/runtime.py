@@ -148,24 +148,47 @@ def mirrored(image: str, mirror: str) -> str:
 
 
 def install_spec(hv: dict[str, Any], method: str, release: str, image: str | None) -> dict[str, Any]:
-    """What the sglang_install role puts on the node and where the units find it."""
+    """What the sglang_install role puts on the node and where the units find it: the release, and for uv the
+    venv, the requirements, uv and the package indexes, the marker file the venv is recognised by; for docker the
+    image after the mirror and the registry login (its password is the role's, never the plan's)."""
     s = settings(hv, "sglang_install")
     root = s["sglang_install_root"].rstrip("/")
     if not root.startswith("/"):
         raise RecipeError(f"sglang_install_root: {root!r} must be an absolute path")
-    spec: dict[str, Any] = {"method": method, "release": release, "router_release": s["sglang_install_router_version"],
+    router_release = str(s["sglang_install_router_version"] or pinned_router())
+    spec: dict[str, Any] = {"method": method, "release": release, "router_release": router_release,
                             "root": root, "image": None, "venv": None}
     if method == "uv":
         venv = f"{root}/venvs/{release}"
-        spec.update(venv=venv, python=f"{venv}/bin/python", sglang=f"{venv}/bin/sglang")
+        requirements = [f"sglang=={release}", f"sglang-router=={router_release}"] + \
+            [str(p) for p in s["sglang_install_extra_packages"]]
+        index = (["--no-index"] if s["sglang_install_offline"] else []) \
+            + (["--index-url", s["sglang_install_index_url"]] if s["sglang_install_index_url"] else [])
+        spec.update(venv=venv, python=f"{venv}/bin/python", sglang=f"{venv}/bin/sglang",
+                    uv_version=str(s["sglang_install_uv_version"]), uv=f"{root}/tools/bin/uv",
+                    base_python=str(s["sglang_install_python"]), requirements=requirements,
+                    pip_args=index + [f"--find-links={u}" for u in s["sglang_install_find_links"]],
+                    uv_args=index + [f"--extra-index-url={u}" for u in s["sglang_install_extra_index_urls"]]
+                    + [f"--find-links={u}" for u in s["sglang_install_find_links"]],
+                    uv_cache_dir=str(s["sglang_install_uv_cache_dir"]), keep_venvs=int(s["sglang_install_keep_venvs"]),
+                    marker={"path": f"{venv}/.metalserve-requirements", "content": "\n".join(requirements) + "\n",
+                            "mode": "0644", "owner": "root", "group": "root"})
     else:
         if not image:
             raise RecipeError("sglang_image: the recipe names no image for this GPU and sglang_image is unset; set "
                               "sglang_image, add images: {<gpu>: {ref: <image>}} to the site recipe "
                               "(sglang_recipes), or use sglang_install_method: uv")
         check_image(image, "sglang_image")
-        spec.update(image=mirrored(image, s["sglang_install_registry_mirror"]), python="python3", sglang="sglang")
+        spec.update(image=mirrored(image, s["sglang_install_registry_mirror"]), python="python3", sglang="sglang",
+                    registry_url=str(s["sglang_install_registry_url"] or ""),
+                    registry_username=str(s["sglang_install_registry_username"] or ""))
     return spec
+
+
+@functools.lru_cache(maxsize=1)
+def pinned_router() -> str:
+    """The sglang-router release of data/sglang/versions.yml (router_pinned): its one owner."""
+    return str(yaml.safe_load((ROOT / "data" / "sglang" / "versions.yml").read_text(encoding="utf-8"))["router_pinned"])
 
 
 def host_python(hv: dict[str, Any]) -> str:
@@ -182,7 +205,8 @@ def server_settings(hv: dict[str, Any], instance: str, install: dict[str, Any]) 
     return {
         "user": s["sglang_server_user"], "group": s["sglang_server_group"],
         "python": install["python"] if install["method"] == "uv" else host_python(hv),
-        "health_script": HEALTH_SCRIPT, "health_wait": True,
+        "health_script": HEALTH_SCRIPT, "health_wait": bool(s["sglang_server_health_wait"]),
+        "health_timeout": health_timeout(s),
         "timeout_start": s["sglang_server_timeout_start"], "restart_sec": s["sglang_server_restart_sec"],
         "start_limit_burst": s["sglang_server_start_limit_burst"],
         "start_limit_interval": s["sglang_server_start_limit_interval"],
@@ -199,12 +223,29 @@ def server_settings(hv: dict[str, Any], instance: str, install: dict[str, Any]) 
     }
 
 
+#: seconds systemd's start timeout must leave after the health wait (the unit's own ExecStartPost)
+HEALTH_MARGIN = 30
+
+
+def health_timeout(s: dict[str, Any]) -> int:
+    """How long a starting server may take to answer /health: the unit's ExecStartPost waits that long and the role's
+    converge-time wait as well (one number); systemd's TimeoutStartSec must leave HEALTH_MARGIN beyond it."""
+    wait, start = int(s["sglang_server_health_timeout"]), int(s["sglang_server_timeout_start"])
+    if s["sglang_server_health_wait"] and wait + HEALTH_MARGIN > start:
+        raise RecipeError(f"sglang_server_health_timeout: {wait} s leaves systemd's start timeout "
+                          f"(sglang_server_timeout_start {start} s) less than {HEALTH_MARGIN} s after the health wait; "
+                          f"raise sglang_server_timeout_start to at least {wait + HEALTH_MARGIN} or lower the health "
+                          f"timeout to {start - HEALTH_MARGIN}")
+    return wait
+
+
 def router_settings(hv: dict[str, Any], install: dict[str, Any]) -> dict[str, Any]:
     s = settings(hv, "sglang_router")
     return {
         "user": s["sglang_router_service_user"], "group": s["sglang_router_service_group"],
         "python": install["python"] if install["method"] == "uv" else host_python(hv),
         "health_script": HEALTH_SCRIPT, "restart_sec": s["sglang_router_service_restart_sec"],
+        "health_timeout": int(s["sglang_router_service_health_timeout"]),
         "start_limit_burst": s["sglang_router_service_start_limit_burst"],
         "start_limit_interval": s["sglang_router_service_start_limit_interval"],
         "stop_timeout": s["sglang_router_service_stop_timeout"],

@@ -186,7 +186,7 @@ def server_unit(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> s
             service += device_allowlist(rec["vendor"], bool(plan.get("rdma")))
     if head and s.get("health_wait"):
         service.append(f"ExecStartPost={s['python']} {s['health_script']} "
-                       f"--url http://127.0.0.1:{rec['port']}/health --timeout {s['timeout_start'] - 30} --pid $MAINPID")
+                       f"--url http://127.0.0.1:{rec['port']}/health --timeout {s['health_timeout']} --pid $MAINPID")
     service += [f"TimeoutStartSec={s['timeout_start']}", f"TimeoutStopSec={s['stop_timeout'] + 30}",
                 "Restart=on-failure", f"RestartSec={s['restart_sec']}",
                 "LimitMEMLOCK=infinity", f"LimitNOFILE={s['limit_nofile']}",
@@ -215,7 +215,7 @@ def router_unit(plan: dict[str, Any]) -> str:
         after = []
     service = ["Type=exec"] + service + [
         f"ExecStartPost={s['python']} {s['health_script']} --url http://127.0.0.1:{plan['port']}/health "
-        "--timeout 120 --pid $MAINPID",
+        f"--timeout {s['health_timeout']} --pid $MAINPID",
         "Restart=on-failure", f"RestartSec={s['restart_sec']}", f"LimitNOFILE={s['limit_nofile']}",
         "StandardOutput=journal", "StandardError=journal", f"SyslogIdentifier={name}"]
     return _unit(f"SGLang router ({plan['mode']}) for {', '.join(plan['workers'])}", after, [], service, s)
