@@ -667,7 +667,9 @@ def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]
             continue
         if host in monitors:
             plan["monitoring"]["prometheus"] = {"port": int(s["monitoring_prometheus_port"]),
-                                                "blackbox_port": int(s["monitoring_blackbox_port"])}
+                                                "blackbox_port": int(s["monitoring_blackbox_port"]),
+                                                "package": str(s["monitoring_prometheus_package"]),
+                                                "blackbox_package": str(s["monitoring_blackbox_package"])}
 
 
 def site_monitoring(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]],
