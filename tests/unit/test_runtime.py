@@ -9,15 +9,39 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import runt
 from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 
-def test_settings_take_the_inventory_over_the_role_defaults_in_the_defaults_type() -> None:
+def test_settings_take_the_inventory_over_the_role_defaults() -> None:
     s = runtime.settings({"sglang_server_restart_sec": "45", "sglang_server_firewall": "no"}, "sglang_server")
     assert s["sglang_server_restart_sec"] == 45 and s["sglang_server_firewall"] is False
     defaults = yaml.safe_load((ROOT / "roles" / "sglang_server" / "defaults" / "main.yml").read_text())
     assert s["sglang_server_timeout_start"] == defaults["sglang_server_timeout_start"]
     # a templated default (a secret taken from another variable) is never part of a plan
     assert "sglang_server_hf_token" not in s and "sglang_server_api_key" not in s
-    with pytest.raises(RecipeError, match="sglang_server_restart_sec: expected a value like its default 30, got 'soon'"):
-        runtime.settings({"sglang_server_restart_sec": "soon"}, "sglang_server")
+
+
+@pytest.mark.parametrize(("role", "name", "value"), [
+    ("sglang_server", "sglang_server_restart_sec", "45"), ("sglang_server", "sglang_server_restart_sec", "soon"),
+    ("sglang_server", "sglang_server_restart_sec", True), ("sglang_server", "sglang_server_restart_sec", 4.0),
+    ("sglang_server", "sglang_server_firewall", "no"), ("sglang_server", "sglang_server_firewall", "maybe"),
+    ("sglang_server", "sglang_server_firewall", 0), ("sglang_server", "sglang_server_user", 1000),
+    ("sglang_server", "sglang_server_after_units", "a.service,b.service"),
+    ("rdma", "rdma_peermem", True), ("rdma", "rdma_peermem", "auto"),
+    ("container_runtime", "container_runtime_nvidia_toolkit", "false"),
+    ("container_runtime", "container_runtime_daemon_json", '{"live-restore": true}'),
+    ("container_runtime", "container_runtime_daemon_json", ["a"]),
+    ("monitoring", "monitoring_node_exporter_port", "9101"), ("monitoring", "monitoring_allowed_sources", "10.0.0.0/8"),
+])
+def test_a_setting_is_read_as_its_roles_argument_spec_reads_it(role: str, name: str, value: object) -> None:
+    """One coercion: the plan takes a role setting exactly as Ansible's validator of that role's argument spec does
+    (the value it hands the role, or a refusal), whatever the setting's type."""
+    from ansible.module_utils.common.arg_spec import ArgumentSpecValidator  # noqa: PLC0415
+
+    spec = yaml.safe_load((ROOT / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    result = ArgumentSpecValidator(spec["argument_specs"]["main"]["options"]).validate({name: value})
+    if result.error_messages:
+        with pytest.raises(RecipeError, match=f"^{name}: expected"):
+            runtime.settings({name: value}, role)
+    else:
+        assert runtime.settings({name: value}, role)[name] == result.validated_parameters[name]
 
 
 @pytest.mark.parametrize("image,mirror,pulled", [

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import yaml
+from ansible.module_utils.common import validation
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
@@ -96,37 +97,52 @@ def plan_inputs(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in without_secrets(values).items() if k not in skip}
 
 
-def _coerce(name: str, value: Any, default: Any) -> Any:
-    """A setting from the inventory, in the type of its default ('30' is 30, 'yes' is true)."""
+@functools.lru_cache(maxsize=None)
+def role_spec_types(role: str) -> dict[str, str]:
+    """The type each option of a role's meta/argument_specs.yml declares (str when it declares none)."""
+    path = ROOT / "roles" / role / "meta" / "argument_specs.yml"
+    if not path.exists():
+        return {}
+    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    options = spec.get("argument_specs", {}).get("main", {}).get("options") or {}
+    return {name: str((opt or {}).get("type", "str")) for name, opt in options.items()}
+
+
+@functools.lru_cache(maxsize=1)
+def option_types() -> dict[str, str]:
+    """Every role option's declared type, by name."""
+    out: dict[str, str] = {}
+    for path in sorted((ROOT / "roles").glob("*/meta/argument_specs.yml")):
+        out.update(role_spec_types(path.parent.parent.name))
+    return out
+
+
+#: Ansible's own converters, as its argument-spec validation applies them (ansible.module_utils.common.validation)
+CHECKERS = {"str": validation.check_type_str, "int": validation.check_type_int, "bool": validation.check_type_bool,
+            "float": validation.check_type_float, "list": validation.check_type_list,
+            "dict": validation.check_type_dict, "path": validation.check_type_path, "raw": validation.check_type_raw}
+
+
+def _coerce(name: str, value: Any, kind: str, default: Any = None) -> Any:
+    """A setting from the inventory, converted as the role's argument spec converts it ('30' is 30, 'yes' is true):
+    the plan and the role read the same value, at any depth of the inventory."""
     try:
-        if isinstance(default, bool):
-            if isinstance(value, str):
-                if value.lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
-                    return value.lower() in ("true", "yes", "on", "1")
-                raise ValueError
-            return bool(value)
-        if isinstance(default, int):
-            if isinstance(value, bool):
-                raise ValueError
-            return int(value)
-        if isinstance(default, list):
-            if not isinstance(value, (list, tuple)):
-                raise ValueError
-            return list(value)
-        if isinstance(default, str):
-            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-                raise ValueError
-            return str(value)
-    except (TypeError, ValueError):
-        raise RecipeError(f"{name}: expected a value like its default {default!r}, got {value!r}") from None
-    return value
+        if kind == "str" and isinstance(value, (dict, list, tuple)):
+            raise TypeError
+        return CHECKERS.get(kind, validation.check_type_raw)(value)
+    except (TypeError, ValueError) as exc:
+        hint = f"; the role's default is {default!r}" if default is not None else ""
+        raise RecipeError(f"{name}: expected {kind} (its argument spec), got {type(value).__name__} {value!r}{hint}") \
+            from exc
 
 
 def settings(hv: dict[str, Any], role: str) -> dict[str, Any]:
-    """Every literal setting of a role for one host: the inventory's value, else the role default."""
+    """Every literal setting of a role for one host: the inventory's value (converted as its argument spec
+    converts it), else the role default."""
+    kinds = role_spec_types(role)
     out = {}
     for name, default in role_defaults(role).items():
-        out[name] = _coerce(name, hv[name], default) if hv.get(name) is not None else default
+        out[name] = _coerce(name, hv[name], kinds.get(name, "raw"), default) if hv.get(name) is not None else default
     return out
 
 
@@ -275,7 +291,7 @@ def drift(planned: dict[str, Any], seen: list[Any]) -> list[str]:
         if given is None:  # not visible here (another role's setting)
             continue
         try:
-            same = _coerce(name, given, value) == value
+            same = _coerce(name, given, option_types().get(name, "raw")) == value
         except RecipeError:
             same = False
         if not same:

@@ -581,11 +581,11 @@ def served_path(plan: dict[str, Any]) -> str | None:
 
 
 def weights_dir(plan: dict[str, Any], hv: dict[str, Any]) -> str:
-    """Where a server's weights live on its node: model_weights_path, else the directory the server loads, else
-    /var/lib/sglang/models/<checkpoint>. The one owner of that path (model_weights, preflight, the disk alerts)."""
-    given = str(hv.get("model_weights_path") or "")
+    """Where model_weights stages a server's weights: the folder the server loads (sglang_model_path), else
+    /var/lib/sglang/models/<checkpoint> (where a site that stages for a hub-id server would put them; such a site
+    is refused, since the server never reads there). The one owner of that path (model_weights, preflight)."""
     repo = str(hv.get("model_weights_repo") or plan["recipe"]["checkpoint"])
-    return given or served_path(plan) or f"{WEIGHTS_ROOT}/{repo}"
+    return served_path(plan) or f"{WEIGHTS_ROOT}/{repo}"
 
 
 def other_checkpoint(plan: dict[str, Any], path: str) -> str | None:
@@ -621,21 +621,16 @@ def weights_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
     repo = str(s["model_weights_repo"] or plan["recipe"]["checkpoint"])
     directory = weights_dir(plan, hv)
     problems = []
-    for path, variable in ((served, "sglang_model_path"), (str(s["model_weights_path"] or "") or None,
-                                                           "model_weights_path")):
-        wrong = other_checkpoint(plan, path) if path else None
-        if wrong:
-            problems.append(f"{variable}: {path} holds {wrong}, but {host} serves {plan['recipe']['checkpoint']} "
-                            f"({plan['recipe']['quant']}); point it at the {plan['recipe']['quant']} checkpoint's folder")
+    wrong = other_checkpoint(plan, served) if served else None
+    if wrong:
+        problems.append(f"sglang_model_path: {served} holds {wrong}, but {host} serves {plan['recipe']['checkpoint']} "
+                        f"({plan['recipe']['quant']}); point it at the {plan['recipe']['quant']} checkpoint's folder")
     if source != "none":
         if served is None:
             problems.append(f"model_weights_source: {host} stages {repo} into {directory}, but its server loads "
                             f"--model-path {plan['recipe']['checkpoint']} from the Hub and never reads that folder; set "
-                            f"sglang_model_path: {directory} (for the rack), or model_weights_source: none to let "
-                            "SGLang download it")
-        elif directory != served:
-            problems.append(f"model_weights_path: {host} stages the weights into {directory}, but its server loads "
-                            f"{served} (sglang_model_path); use one path (drop model_weights_path)")
+                            f"sglang_model_path: {directory} (for the rack), or model_weights_source: auto or none to "
+                            "let SGLang download it")
         if s["model_weights_repo"] and str(s["model_weights_repo"]) != plan["recipe"]["checkpoint"]:
             model = load_catalog().models.get(plan["recipe"]["model"])
             ids = {str(c["id"]) for c in (model.checkpoints.values() if model else [])}
