@@ -90,13 +90,18 @@ role idle
 hog foreign env
 apps foreign; probe foreign
 role foreign
+role foreign-check --check
 unhog foreign
 # (3) the same process as the plan's serving unit sglang-acc.service
 if [ "$(cat /proc/1/comm)" = systemd ] && systemctl is-system-running >/dev/null 2>&1; then
   hog own systemd-run --quiet --collect --unit=sglang-acc.service --
 else
+  # the unified hierarchy: /sys/fs/cgroup (v2), /sys/fs/cgroup/unified (hybrid), else mounted beside (v1 untouched)
   cg=/sys/fs/cgroup
-  [ "$(stat -fc %T $cg)" = cgroup2fs ] || mount -t cgroup2 none $cg >> "$out/versions.txt" 2>&1
+  [ "$(stat -fc %T $cg)" = cgroup2fs ] || cg=/sys/fs/cgroup/unified
+  if [ "$(stat -fc %T $cg 2>/dev/null)" != cgroup2fs ]; then
+    cg=/tmp/metalserve-cgroup2; mkdir -p $cg; mount -t cgroup2 none $cg >> "$out/versions.txt" 2>&1
+  fi
   mkdir -p $cg/system.slice/sglang-acc.service
   echo "own unit: cgroup $cg/system.slice/sglang-acc.service made by hand (no systemd)" >> "$out/versions.txt"
   hog own sh -c "echo \$\$ > $cg/system.slice/sglang-acc.service/cgroup.procs && exec \"\$0\" \"\$@\""
