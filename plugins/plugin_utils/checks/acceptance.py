@@ -486,14 +486,12 @@ def node_summary(node: dict[str, Any] | None, plan: dict[str, Any] | None = None
         skip = "no GPU answered nvidia-smi/amd-smi"
     elif foreign:
         skip = f"GPU memory held by process(es) other than this host's serving unit: {pids(foreign)} (refused)"
-    elif own and skip_busy:
-        skip = (f"GPUs in use by this host's serving unit {serving['label'] if serving else '?'}: pid(s) {pids(own)} "
-                "(node_acceptance_skip_busy)")
+    elif own and skip_busy and serving:
+        skip = f"GPUs in use by this host's serving unit {serving['label']}: pid(s) {pids(own)} (node_acceptance_skip_busy)"
     else:
         skip = ""
     return {"vendor": parsed["vendor"], "gpus": len(parsed["gpus"]), "pci_gpus": len(parsed["pci"]),
-            "own": [describe_process(p) for p in own], "foreign": [describe_process(p) for p in foreign],
-            "busy": sorted({f"{p['pid']} ({p.get('name') or '?'})" for p in procs}), "skip": skip}
+            "own": [describe_process(p) for p in own], "foreign": [describe_process(p) for p in foreign], "skip": skip}
 
 
 # ---------------------------------------------------------------------------------------------- bench
