@@ -21,8 +21,12 @@ import pytest
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import acceptance as acc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 from ansible_collections.metalserve.sglang.tests.helpers import ROOT
+
+try:  # main moved host_plan from site/placement.py to site/plan.py (53afd85); this branch predates that
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan
+except ImportError:
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
 
 FIX = ROOT / "tests" / "fixtures" / "acceptance"
 RUN = FIX / "h200-x1-foreign"
@@ -45,7 +49,7 @@ def load(path: Path) -> Any:
 def plan(**changes: Any) -> dict[str, Any]:
     if changes.get("sglang_install_method") == "docker":
         changes.setdefault("sglang_image", "registry.example/sglang:v0.5.23-cu130")
-    return placement.host_plan("h200-x1", {"h200-x1": {**TINY, **changes}}, {})
+    return host_plan("h200-x1", {"h200-x1": {**TINY, **changes}}, {})
 
 
 def judge(node: dict[str, Any], the_plan: dict[str, Any] | None, bench: dict[str, Any] | None = None,
