@@ -58,7 +58,7 @@ class ActionModule(ActionBase):
                 reports.append(report)
                 continue
             raws[host] = raw
-            reports.append(acceptance.judge_host(host, raw, platforms, overrides, recipe.get("gpu"), xids))
+            reports.append(acceptance.judge_host(host, raw, platforms, overrides, recipe.get("gpu"), xids, plan=plan))
         fabric = self.judge_fabric(plans, raws, reports, hostvars)
         by_host = {r.host: r for r in reports}
         warnings = [f"{r.host}: {w}" for r in reports for w in r.warnings] + fabric.get("_warnings", [])

@@ -11,8 +11,9 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap impo
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.units import docker_forms
 
 
-def acceptance_node_summary(node: dict[str, Any]) -> dict[str, Any]:
-    return acceptance.node_summary(node)
+def acceptance_node_summary(node: dict[str, Any], plan: dict[str, Any] | None = None,
+                            skip_busy: bool = True) -> dict[str, Any]:
+    return acceptance.node_summary(node, plan, bool(skip_busy))
 
 
 def acceptance_bench_result(out: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,10 @@ accept_bench.py (all-reduce and memory figures); plot() alone needs matplotlib. 
 - kernel log lines "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus.";
 - sysfs current_link_speed / current_link_width ("32.0 GT/s PCIe", "16");
 - `amd-smi static|metric|topology|bad-pages|process --json` (ROCm 6.x: a JSON list; 7.x: {"gpu_data": [...]}),
-  in the shape amdsmi_cli/amdsmi_commands.py writes.
+  in the shape amdsmi_cli/amdsmi_commands.py writes;
+- `/proc/<pid>/cgroup` of every process the GPU tools list (cgroup v2 '0::/system.slice/x.service', v1
+  'N:name=systemd:/...'; docker's 'docker-<id>.scope' (systemd driver) or '/docker/<id>' (cgroupfs driver)) and
+  `docker ps --no-trunc --format '{{.ID}} {{.Names}}'`, to tell this host's serving unit from anything else.
 
 judge_host() returns every problem of one node with measured and expected figures and what to check;
 judge_fabric() does the same for each multi-node instance; report_text() makes the one message the play
@@ -30,6 +33,7 @@ from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.units import container_name
 
 NA = ("", "N/A", "[N/A]", "[Not Supported]", "Not Supported", "Unknown Error", "[Unknown Error]")
 GT_S_TO_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
@@ -277,9 +281,32 @@ def parse_amd_health(commands: dict[str, Any]) -> dict[str, Any]:
             "pending_pages": len(pending) if isinstance(pending, list) else (1 if isinstance(pending, dict) else 0),
             "xgmi_links": {"peers": len(xgmi),
                            "enabled": sum(1 for lk in xgmi if lk.get("link_status", "ENABLED") == "ENABLED")},
-            "processes": [p.get("process_info", p) for p in plist if isinstance(p, dict)],
+            "processes": [_amd_process(p.get("process_info", p)) for p in plist
+                          if isinstance(p, dict) and isinstance(p.get("process_info", p), dict)],
         })
     return out
+
+
+_BYTES = {"B": 1, "KB": 1000, "MB": 1000**2, "GB": 1000**3, "KIB": 1024, "MIB": MIB, "GIB": 2**30}
+
+
+def _amd_mib(raw: Any) -> int | None:
+    """amd-smi sizes: {"value": N, "unit": "B"} (JSON), a bare number of bytes, or "N B" -> MiB."""
+    if isinstance(raw, dict):
+        size, unit = number(raw.get("value")), str(raw.get("unit") or "B")
+    else:
+        text = value(raw) or ""
+        size, unit = number(text), (text.split()[1] if len(text.split()) > 1 else "B")
+    scale = _BYTES.get(unit.upper())
+    return int(size * scale // MIB) if size is not None and scale else None
+
+
+def _amd_process(info: dict[str, Any]) -> dict[str, Any]:
+    """amd-smi process --json's process_info {name, pid, mem_usage, memory_usage{vram_mem, gtt_mem, cpu_mem}}
+    -> {pid, name, used_mib} as nvidia-smi's are (VRAM, else the process's total)."""
+    vram = (info.get("memory_usage") or {}).get("vram_mem") if isinstance(info.get("memory_usage"), dict) else None
+    used = _amd_mib(vram) if vram is not None else _amd_mib(info.get("mem_usage", info.get("mem")))
+    return {"pid": integer(info.get("pid")), "name": value(info.get("name")), "used_mib": used}
 
 
 # ---------------------------------------------------------------------------------------------- node
@@ -317,12 +344,154 @@ def health(node: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def node_summary(node: dict[str, Any] | None) -> dict[str, Any]:
-    """What the role needs before it measures: GPU count, and who is using the GPUs right now."""
+_DOCKER_ID = re.compile(r"(?:^|/)docker[-/]([0-9a-f]{64})(?:\.scope)?(?:/|$)")
+_UNIT = re.compile(r"\.(service|scope)$")
+
+
+def cgroup_path(text: str | None) -> str | None:
+    """/proc/<pid>/cgroup -> the process's cgroup: the unified (v2) line '0::/system.slice/x.service'; on v1 and
+    hybrid hosts, where that line is '/' or missing, the hierarchy systemd keeps ('1:name=systemd:/...'), else the
+    first path given."""
+    lines = [tuple(ln.split(":", 2)) for ln in (text or "").splitlines() if ln.count(":") >= 2]
+    unified = next((path for hier, ctrl, path in lines if hier == "0" and not ctrl), None)
+    if unified and unified != "/":
+        return unified
+    systemd = next((path for _h, ctrl, path in lines if ctrl == "name=systemd" and path), None)
+    named = next((path for _h, _c, path in lines if path and path != "/"), None)
+    return systemd if systemd and systemd != "/" else (named or unified or systemd)
+
+
+def docker_names(text: str) -> dict[str, str]:
+    """`docker ps --no-trunc --format '{{.ID}} {{.Names}}'` -> {full container id: name}."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:
+            out[parts[0]] = parts[1].split(",")[0]
+    return out
+
+
+def cgroup_owner(path: str | None, containers: dict[str, str]) -> dict[str, Any]:
+    """A cgroup path -> the systemd unit it is (the innermost *.service / *.scope) and, for docker's
+    docker-<id>.scope or /docker/<id>, the container id and its name (None when docker did not say)."""
+    if not path:
+        return {"unit": None, "container_id": None, "container": None}
+    docker = _DOCKER_ID.search(path)
+    units = [part for part in path.split("/") if _UNIT.search(part)]
+    cid = docker.group(1) if docker else None
+    return {"unit": units[-1] if units and not cid else None, "container_id": cid,
+            "container": containers.get(cid) if cid else None}
+
+
+def serving_unit(plan: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What of this host may hold its GPUs: the plan's serving unit. uv installs: the processes of
+    /system.slice/<unit> (systemd's cgroup of the unit); docker installs: those of the container sglang-<instance>
+    (the unit only runs the docker client). None for a host that serves nothing in the plan."""
+    plan = plan or {}
+    if plan.get("role") != "server" or not plan.get("unit"):
+        return None
+    method = str((plan.get("install") or {}).get("method") or "docker")
+    if method == "docker":
+        name = container_name(plan)
+        return {"method": method, "unit": plan["unit"], "container": name, "cgroup": None,
+                "label": f"{plan['unit']}'s container {name}"}
+    return {"method": method, "unit": plan["unit"], "container": None, "cgroup": f"/system.slice/{plan['unit']}",
+            "label": f"{plan['unit']} (cgroup /system.slice/{plan['unit']})"}
+
+
+def is_serving(proc: dict[str, Any], serving: dict[str, Any] | None) -> bool:
+    if not serving:
+        return False
+    if serving["container"]:
+        return proc.get("container") == serving["container"]
+    path = proc.get("cgroup") or ""
+    return path == serving["cgroup"] or path.startswith(serving["cgroup"] + "/")
+
+
+def gpu_processes(node: dict[str, Any] | None, parsed: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every process nvidia-smi / amd-smi list on the node's GPUs, one entry per pid with the GPUs it holds and
+    what the node said about it (accept_node.py's processes: cgroup, comm, user, masked cmdline)."""
+    node = node or {}
+    parsed = parsed or health(node)
+    details = node.get("processes") or {}
+    containers = docker_names(_stdout(node.get("commands") or {}, "docker_ps"))
+    by_pid: dict[str, dict[str, Any]] = {}
+    for gpu in parsed["gpus"]:
+        for proc in gpu.get("processes") or []:
+            pid = proc.get("pid")
+            key = str(pid) if pid is not None else f"?{proc.get('name')}"
+            entry = by_pid.get(key)
+            if entry is None:
+                seen = details.get(str(pid)) or {}
+                path = cgroup_path(seen.get("cgroup"))
+                entry = by_pid[key] = {
+                    "pid": pid, "name": proc.get("name") or seen.get("comm"), "gpus": [], "cgroup": path,
+                    **cgroup_owner(path, containers), "user": seen.get("user") or seen.get("uid"),
+                    "cmdline": seen.get("cmdline"), "seen_in_proc": bool(seen.get("cgroup"))}
+            entry["gpus"].append({"index": gpu["index"], "bus_id": gpu.get("bus_id"), "used_mib": proc.get("used_mib"),
+                                  "memory_mib": gpu.get("memory_mib")})
+    return sorted(by_pid.values(), key=lambda p: (p["pid"] is None, p["pid"] or 0))
+
+
+def _mib(x: int | None) -> str:
+    return "? MiB" if x is None else f"{x} MiB"
+
+
+def describe_process(proc: dict[str, Any]) -> str:
+    """'pid 4242 (python3, user root, cgroup /user.slice/...) holds 102400 MiB of 143771 MiB on GPU 0 (bus),
+    command: python3 hog.py' - every fact the node gave, none it did not."""
+    about = [proc.get("name") or "name unknown"]
+    if proc.get("user"):
+        about.append(f"user {proc['user']}")
+    if proc.get("container"):
+        about.append(f"container {proc['container']}")
+    elif proc.get("container_id"):
+        about.append(f"docker container {proc['container_id'][:12]}")
+    if proc.get("unit") and not proc.get("container_id"):
+        about.append(f"unit {proc['unit']}")
+    if proc.get("cgroup"):
+        about.append(f"cgroup {proc['cgroup']}")
+    elif not proc.get("seen_in_proc"):
+        about.append("not found in /proc (another PID namespace, or it exited)")
+    held = "; ".join(f"{_mib(g['used_mib'])}" + (f" of {_mib(g['memory_mib'])}" if g.get("memory_mib") else "")
+                     + f" on GPU {g['index']}" + (f" ({g['bus_id']})" if g.get("bus_id") else "") for g in proc["gpus"])
+    pid = proc["pid"] if proc["pid"] is not None else "?"
+    command = " ".join(proc.get("cmdline") or [])
+    return f"pid {pid} ({', '.join(about)}) holds {held}" + (f", command: {command}" if command else "")
+
+
+def stop_hint(proc: dict[str, Any]) -> str:
+    """How an operator frees the GPUs from one process, by what owns it."""
+    if proc.get("container") or proc.get("container_id"):
+        return f"docker stop {proc.get('container') or proc['container_id'][:12]}"
+    unit = proc.get("unit") or ""
+    if unit.endswith(".service") and (proc.get("cgroup") or "").startswith("/system.slice/"):
+        return f"systemctl stop {unit} (and disable it if it must not come back)"
+    return f"kill {proc['pid']}" if proc.get("pid") is not None else "find it with nvidia-smi / amd-smi process"
+
+
+def node_summary(node: dict[str, Any] | None, plan: dict[str, Any] | None = None,
+                 skip_busy: bool = True) -> dict[str, Any]:
+    """What the role needs before it measures: GPU count, who holds the GPUs (this host's serving unit or not),
+    and why the measurement is skipped ('' when it runs). Foreign processes skip it too; judge_host refuses them."""
     parsed = health(node)
-    busy = [f"{p.get('pid')} ({p.get('name') or '?'})" for g in parsed["gpus"] for p in g.get("processes") or []]
+    serving = serving_unit(plan)
+    procs = gpu_processes(node, parsed)
+    own = [p for p in procs if is_serving(p, serving)]
+    foreign = [p for p in procs if not is_serving(p, serving)]
+
+    def pids(group: list[dict[str, Any]]) -> str:
+        return ", ".join(f"{p['pid']} ({p.get('name') or '?'})" for p in group)
+    if not parsed["gpus"]:
+        skip = "no GPU answered nvidia-smi/amd-smi"
+    elif foreign:
+        skip = f"GPU memory held by process(es) other than this host's serving unit: {pids(foreign)} (refused)"
+    elif own and skip_busy and serving:
+        skip = f"GPUs in use by this host's serving unit {serving['label']}: pid(s) {pids(own)} (node_acceptance_skip_busy)"
+    else:
+        skip = ""
     return {"vendor": parsed["vendor"], "gpus": len(parsed["gpus"]), "pci_gpus": len(parsed["pci"]),
-            "busy": sorted(set(busy))}
+            "own": [describe_process(p) for p in own], "foreign": [describe_process(p) for p in foreign], "skip": skip}
 
 
 # ---------------------------------------------------------------------------------------------- bench
@@ -483,6 +652,22 @@ def _check_gpus(report: HostReport, parsed: dict[str, Any]) -> bool:
     if len(names) > 1:
         report.refuse("gpus", f"mixed GPU models on one node: {', '.join(names)}", "the node's build sheet")
     return True
+
+
+def _check_processes(report: HostReport, node: dict[str, Any] | None, parsed: dict[str, Any],
+                     plan: dict[str, Any] | None) -> None:
+    """Anything but this host's serving unit holding GPU memory refuses the node: the measurement cannot be
+    trusted and SGLang would start on the memory left over (or fail to)."""
+    serving = serving_unit(plan)
+    mine = (f"only this host's serving unit, {serving['label']}, may hold its GPUs" if serving else
+            "this host serves nothing in the site plan, so nothing may hold its GPUs")
+    for proc in gpu_processes(node, parsed):
+        if is_serving(proc, serving):
+            continue
+        report.refuse("processes", f"GPU memory held by something other than this host's serving unit: "
+                      f"{describe_process(proc)}",
+                      f"{stop_hint(proc)}, or move that work off this node: {mine}. Then run "
+                      f"playbooks/accept.yml --limit {report.host} again")
 
 
 def _check_pcie(report: HostReport, parsed: dict[str, Any], bench: dict[str, Any]) -> None:
@@ -684,8 +869,10 @@ def _check_bench(report: HostReport, parsed: dict[str, Any], bench: dict[str, An
 
 
 def judge_host(host: str, raw: dict[str, Any], platforms: dict[str, Any], overrides: dict[str, Any],
-               planned_gpu: str | None = None, xids: dict[str, dict[int, dict[str, str]]] | None = None) -> HostReport:
-    """One node: raw = {node, bench, bench_skipped} as the role collected them (or replayed them)."""
+               planned_gpu: str | None = None, xids: dict[str, dict[int, dict[str, str]]] | None = None,
+               plan: dict[str, Any] | None = None) -> HostReport:
+    """One node: raw = {node, bench, bench_skipped} as the role collected them (or replayed them); plan: the
+    host's site plan, whose serving unit alone may hold the GPUs."""
     parsed = health(raw.get("node"))
     bench = bench_summary(raw.get("bench"))
     platform = detect_platform(parsed, platforms, planned_gpu)
@@ -707,6 +894,7 @@ def judge_host(host: str, raw: dict[str, Any], platforms: dict[str, Any], overri
     if platform is None:
         report.warnings.append("GPU model not in the platform table (data/gpus.yml / sglang_gpu_platforms): "
                                "links and bandwidth not judged")
+    _check_processes(report, raw.get("node"), parsed, plan)
     _check_pcie(report, parsed, bench)
     _check_memory_health(report, parsed)
     _check_power(report, parsed)

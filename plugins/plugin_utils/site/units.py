@@ -88,6 +88,12 @@ def serve_tail(plan: dict[str, Any]) -> list[str]:
     return list(plan["argv"]) + (["--config", plan["settings"]["secrets_config"]] if plan.get("api_key") else [])
 
 
+def container_name(plan: dict[str, Any]) -> str:
+    """The docker container of an instance (docker installs), and SyslogIdentifier: sglang-<instance>; node
+    acceptance recognises the serving processes of a docker install by it."""
+    return f"sglang-{plan['instance']}"
+
+
 def networked(plan: dict[str, Any]) -> bool:
     return len(plan["members"]) > 1 or bool(plan["recipe"].get("pd_role"))
 
@@ -96,7 +102,7 @@ def docker_run(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> li
     """`docker run ...` for a server plan, in the cookbook's form plus our name, env file and mounts."""
     docker = docker or docker_forms()
     rec, s = plan["recipe"], plan["settings"]
-    name = f"sglang-{plan['instance']}"
+    name = container_name(plan)
     argv = ["/usr/bin/docker", "run", "--rm", "--name", name, "--env-file", s["env_file"]]
     argv += list(docker["vendor"][rec["vendor"]]) + list(docker["common"])
     if networked(plan):
@@ -163,7 +169,7 @@ def firewall_on(plan: dict[str, Any]) -> bool:
 def server_unit(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> str:
     """The systemd unit of one server instance member."""
     rec, s = plan["recipe"], plan["settings"]
-    name = f"sglang-{plan['instance']}"
+    name = container_name(plan)
     head = plan["rank"] == 0
     role = f"PD {rec['pd_role']} " if rec.get("pd_role") else ""
     where = f", rank {plan['rank']} of {len(plan['members'])}" if len(plan["members"]) > 1 else ""
@@ -195,7 +201,7 @@ def server_unit(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> s
 
 
 def router_argv(plan: dict[str, Any]) -> list[str]:
-    name = f"sglang-{plan['instance']}"
+    name = container_name(plan)
     if plan["install"]["method"] == "docker":
         return ["/usr/bin/docker", "run", "--rm", "--name", name, "--network=host", plan["install"]["image"],
                 "python3", "-m", "sglang_router.launch_router"] + list(plan["argv"])
@@ -204,7 +210,7 @@ def router_argv(plan: dict[str, Any]) -> list[str]:
 
 def router_unit(plan: dict[str, Any]) -> str:
     s = plan["settings"]
-    name = f"sglang-{plan['instance']}"
+    name = container_name(plan)
     if plan["install"]["method"] == "docker":
         service = [f"ExecStartPre=-/usr/bin/docker rm -f {name}", "ExecStart=" + exec_line(router_argv(plan)),
                    f"ExecStop=/usr/bin/docker stop --time {s['stop_timeout']} {name}"]
