@@ -72,6 +72,7 @@ def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
     for host, plan in plans.items():
         if host in errors or plan["role"] == "none":
             continue
+        plan["container"] = units.container_name(plan)
         try:
             plan["files"] = units.node_files(plan, plans, hostvars)
         except RecipeError as exc:
