@@ -318,7 +318,7 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "api_key": bool(hv.get("sglang_api_key")),
         "install_method": install["method"],
         "install": install,
-        "settings": runtime.server_settings(hv, instance, install),
+        "settings": runtime.server_settings(hv, instance, install, rec["vendor"]),
         "inputs": runtime.inputs(hv, ("sglang_install", "sglang_server")),
         "rdma": rdma,
         "resolved": resolved,

@@ -213,7 +213,22 @@ def host_python(hv: dict[str, Any]) -> str:
     return given if given.startswith("/") else SYSTEM_PYTHON
 
 
-def server_settings(hv: dict[str, Any], instance: str, install: dict[str, Any]) -> dict[str, Any]:
+@functools.lru_cache(maxsize=1)
+def docker_unit() -> str:
+    """The Docker Engine's systemd unit (data/docker/daemon.yml)."""
+    return str(yaml.safe_load((ROOT / "data" / "docker" / "daemon.yml").read_text(encoding="utf-8"))["unit"])
+
+
+@functools.lru_cache(maxsize=1)
+def ordered_after() -> dict[str, list[str]]:
+    """The units a server starts after, by vendor: the NVIDIA driver's own (data/nvidia/services.yml), and the
+    container engine's (data/docker/daemon.yml) everywhere. A unit a node lacks is ignored by systemd."""
+    nvidia = yaml.safe_load((ROOT / "data" / "nvidia" / "services.yml").read_text(encoding="utf-8"))["units"]
+    docker = docker_unit()
+    return {"nvidia": [nvidia["persistenced"], nvidia["fabricmanager"], nvidia["imex"], docker], "amd": [docker]}
+
+
+def server_settings(hv: dict[str, Any], instance: str, install: dict[str, Any], vendor: str = "") -> dict[str, Any]:
     s = settings(hv, "sglang_server")
     config_dir = s["sglang_server_config_dir"].rstrip("/")
     if not config_dir.startswith("/"):
@@ -227,7 +242,8 @@ def server_settings(hv: dict[str, Any], instance: str, install: dict[str, Any]) 
         "start_limit_burst": s["sglang_server_start_limit_burst"],
         "start_limit_interval": s["sglang_server_start_limit_interval"],
         "stop_timeout": s["sglang_server_stop_timeout"], "limit_nofile": s["sglang_server_limit_nofile"],
-        "after": list(s["sglang_server_after_units"]), "hardening": list(s["sglang_server_hardening"]),
+        "after": list(dict.fromkeys(ordered_after().get(vendor, []) + list(s["sglang_server_after_units"]))),
+        "hardening": list(s["sglang_server_hardening"]),
         "device_allowlist": s["sglang_server_device_allowlist"], "firewall": s["sglang_server_firewall"],
         "hf_cache": s["sglang_server_hf_cache"], "home": SERVICE_HOME,
         # where a server that loads a hub id keeps the weights: the mounted cache (docker), its home's cache (uv)

@@ -174,6 +174,7 @@ def nvidia_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, 
         "gpu": gpu, "platform": platform, "branch": branch, "version": version, "flavor": flavor,
         "repo_manage": bool(s["nvidia_driver_repo_manage"]),
         "blacklist_nouveau": bool(s["nvidia_driver_blacklist_nouveau"]),
+        "loaded_version_file": data_services()["loaded_version_file"],
         "imex": imex, "imex_group": group, "imex_members": members, "imex_firewall": bool(s["nvidia_driver_imex_firewall"]),
     }
     files = stage["files"]
@@ -241,7 +242,8 @@ def imex_files(stage: dict[str, Any], host: str, members: list[str], hostvars: d
             "Before=nvidia-imex.service", "", "[Service]", "Type=oneshot", "RemainAfterExit=yes",
             "ExecStart=/usr/local/sbin/metalserve-imex-channel0", "", "[Install]", "WantedBy=multi-user.target", ""]))
     ports = imex_data.ports("")
-    stage["settings"]["imex_ports"] = ports
+    stage["settings"].update(imex_ports=ports, imex_unit=services["units"]["imex"], imex_config=services["imex"]["config"],
+                             imex_channel0=services["imex"]["channel0"])
     try:
         text = imex_data.nodes_config(members, {m: hostvars.get(m, {}) for m in members})
     except RecipeError as exc:
@@ -557,13 +559,14 @@ def runtime_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
             "/etc/apt/sources.list.d/nvidia-container-toolkit.sources", deb822(
                 {"name": "nvidia-container-toolkit", "uris": stage["settings"]["nvidia_repo_url"], "suites": ["/"],
                  "signed_by": stage["settings"]["nvidia_keyring"], "types": ["deb"]}))
-    stage["files"]["daemon_json"] = file_entry("/etc/docker/daemon.json", None)
-    on_node(stage, "/etc/docker/daemon.json", "the node's own file with these keys merged in (every other key stays)"
+    stage["files"]["daemon_json"] = file_entry(data["daemon_json"], None)
+    on_node(stage, data["daemon_json"], "the node's own file with these keys merged in (every other key stays)"
             + (", then the NVIDIA runtime added by nvidia-ctk" if toolkit else ""))
     if stage["settings"]["cdi"]:
         on_node(stage, "the CDI spec", f"{stage['settings']['cdi_spec']} regenerated whenever the loaded driver's "
                 "version changes (container_runtime_driver_version, read on the node)")
-    stage["services"] = ["docker.service"] if s["container_runtime_start"] else []
+    stage["settings"]["unit"] = data["unit"]
+    stage["services"] = [data["unit"]] if s["container_runtime_start"] else []
     return stage
 
 

@@ -180,7 +180,7 @@ def server_unit(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> s
     wants = [firewall.UNIT] if firewall_on(plan) else []
     service = ["Type=exec", f"EnvironmentFile={s['env_file']}"]
     if plan["install"]["method"] == "docker":
-        after = ["docker.service"] + [u for u in after if u != "docker.service"]
+        after = [runtime.docker_unit()] + [u for u in after if u != runtime.docker_unit()]
         service += [f"ExecStartPre=-/usr/bin/docker rm -f {name}",
                     "ExecStart=" + exec_line(server_argv(plan, docker)),
                     f"ExecStop=/usr/bin/docker stop --time {s['stop_timeout']} {name}"]
@@ -214,7 +214,7 @@ def router_unit(plan: dict[str, Any]) -> str:
     if plan["install"]["method"] == "docker":
         service = [f"ExecStartPre=-/usr/bin/docker rm -f {name}", "ExecStart=" + exec_line(router_argv(plan)),
                    f"ExecStop=/usr/bin/docker stop --time {s['stop_timeout']} {name}"]
-        after = ["docker.service"]
+        after = [runtime.docker_unit()]
     else:
         service = service_account(s) + ["ExecStart=" + exec_line(router_argv(plan))]
         service += s.get("hardening") or []
