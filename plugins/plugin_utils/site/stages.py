@@ -418,8 +418,7 @@ def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
     networked = len(plan["members"]) > 1 or bool(plan["recipe"].get("pd_role"))
     stage["settings"] = {"stack": stack, "peermem": bool(peermem), "memlock_unlimited": bool(s["rdma_memlock_unlimited"]),
                          "docker_dropin": bool(s["rdma_docker_dropin"]), "udev_group": str(s["rdma_udev_group"]),
-                         "verify": bool(s["rdma_verify"]) and networked, "networked": networked,
-                         "sysfs_root": str(s["rdma_sysfs_root"])}
+                         "verify": bool(s["rdma_verify"]) and networked, "networked": networked}
     stage["modules"] = modules
     stage["packages"] = {"install": [str(p) for p in (s["rdma_inbox_packages"] if stack == "inbox"
                                                        else s["rdma_doca_packages"])]}
