@@ -182,10 +182,77 @@ def host_of(owner: str) -> str:
     return owner.split(" of ", 1)[1].split(" ", 1)[0]
 
 
+#: what must be the same on every member of a multi-node instance, per stage (they run one NCCL job together)
+STACK_KEYS = {"driver": ("role", "branch", "version", "flavor", "release", "imex_group"),
+              "rdma": ("stack", "peermem"), "runtime": ("docker_source", "toolkit_version", "nvidia_toolkit")}
+
+
+def _stack(plan: dict[str, Any], stage: str) -> dict[str, Any] | None:
+    got = (plan.get("stages") or {}).get(stage)
+    if not got:
+        return None
+    return {k: (got.get(k) if k == "role" else got["settings"].get(k)) for k in STACK_KEYS[stage] if k == "role"
+            or k in got["settings"]} if got["applies"] else {"applies": False}
+
+
+def node_stacks(plans: dict[str, dict[str, Any]], errors: dict[str, list[str]]) -> Iterator[Problem]:
+    """Members of one multi-node instance get the same driver, RDMA stack and container runtime: a TP16 pair whose
+    halves run different drivers or RDMA stacks fails in NCCL, not at converge time."""
+    for head, plan in plans.items():
+        if plan["role"] != "server" or len(plan["members"]) < 2 or plan["rank"] != 0:
+            continue
+        members = [plans[m] for m in plan["members"] if m in plans and m not in errors]
+        if len(members) != len(plan["members"]):
+            continue
+        diffs = []
+        for stage in STACK_KEYS:
+            values = {p["host"]: _stack(p, stage) for p in members}
+            if len({repr(v) for v in values.values()}) > 1:
+                diffs.append(f"{stage} (" + "; ".join(f"{h}: {v}" for h, v in values.items()) + ")")
+        if diffs:
+            yield head, (f"sglang_instance_group: the members of {head}'s instance ({', '.join(plan['members'])}) would "
+                         f"run different node stacks: {'; '.join(diffs)}. Set the driver, RDMA and runtime variables "
+                         "once for the whole group")
+        imex = [p for p in members if ((p.get("stages") or {}).get("driver") or {}).get("settings", {}).get("imex")]
+        if imex:
+            domains = {p["host"]: p["stages"]["driver"]["settings"].get("imex_group") for p in imex}
+            outside = [p["host"] for p in imex if any(m not in p["stages"]["driver"]["settings"].get("imex_members", [])
+                                                      for m in plan["members"])]
+            if len(set(domains.values())) > 1 or outside:
+                yield head, (f"nvidia_driver_imex_group: {head}'s instance ({', '.join(plan['members'])}) spans IMEX "
+                             f"domains ({', '.join(f'{h}: {d}' for h, d in domains.items())}); the members of one "
+                             "multi-node instance share one NVLink domain: put them in one nvidia_driver_imex_group")
+
+
+#: role prefixes that belong to one vendor's nodes
+VENDOR_PREFIXES = {"nvidia_driver_": "nvidia", "rocm_driver_": "amd"}
+
+
+def vendor_settings(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]) -> Iterator[Problem]:
+    """A vendor's driver settings on the other vendor's nodes, where no node of that vendor shares them: set for a
+    rack of the wrong vendor, they would silently do nothing (a site-wide value that the right vendor's nodes share
+    is the site's default and stays)."""
+    servers = {h: p for h, p in plans.items() if p["role"] == "server" and p.get("vendor")}
+    for prefix, vendor in VENDOR_PREFIXES.items():
+        right = [h for h, p in servers.items() if p["vendor"] == vendor]
+        for host, plan in sorted(servers.items()):
+            if plan["vendor"] == vendor:
+                continue
+            hv = hostvars.get(host, {})
+            stray = sorted(n for n in hv if n.startswith(prefix)
+                           and not any(hostvars.get(r, {}).get(n) == hv[n] for r in right))
+            if stray:
+                yield host, (f"{', '.join(stray)}: set on {host}, an {plan['vendor'].upper()} node ({plan['recipe']['gpu']}), "
+                             f"where the {prefix[:-1]} role never runs; move {'it' if len(stray) == 1 else 'them'} to "
+                             f"the group_vars of the {vendor} racks")
+
+
 def site_problems(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]],
                   groups: dict[str, list[str]], errors: dict[str, list[str]]) -> list[Problem]:
     del groups  # the plans already hold the members and workers they were made from
     problems: list[Problem] = []
     problems += list(instances(plans, hostvars, errors))
     problems += list(machines(plans, hostvars))
+    problems += list(node_stacks(plans, errors))
+    problems += list(vendor_settings(plans, hostvars))
     return problems
