@@ -252,6 +252,7 @@ def imex_files(stage: dict[str, Any], host: str, members: list[str], hostvars: d
             unknown = [m for m in members if not imex_known(hostvars.get(m, {}))]
             on_node(stage, "nodes_config.cfg and the IMEX firewall", f"the IPv4 of {', '.join(unknown)} (set "
                     "nvidia_driver_imex_address, or gather their facts)")
+            stage["settings"]["imex_unknown"] = str(exc)
         else:
             raise exc
     files["imex_nodes"] = file_entry(services["imex"]["nodes_config"], text)
