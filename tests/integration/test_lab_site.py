@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
@@ -104,16 +105,28 @@ def test_nodes_got_exactly_what_render_shows(site: dict, tmp_path: Path) -> None
     compared = 0
     for host in site["hosts"]:
         rendered = tmp_path / host
-        units = sorted(rendered.glob("sglang-*.service"))
-        assert len(units) == 1, (host, sorted(p.name for p in rendered.iterdir()))
+        units = sorted(rendered.glob("files/etc/systemd/system/sglang-*.service"))
+        assert len(units) == 1, (host, sorted(p.relative_to(rendered).as_posix() for p in rendered.rglob("*")))
         unit = units[0]
-        assert node_file(host, f"/etc/systemd/system/{unit.name}") == unit.read_text(), f"{host}: {unit.name}"
-        compared += 1
-        if (rendered / "serve.env").exists():
-            env_path = re.search(r"^EnvironmentFile=(\S+)$", unit.read_text(), re.M).group(1)
-            on_node = node_file(host, env_path).replace(SECRETS["sglang_hf_token"], "<secret: sglang_hf_token>")
-            assert on_node == (rendered / "serve.env").read_text(), f"{host}: {env_path}"
-            compared += 1
+        # every file of the stages the lab runs (lab.SKIP leaves out the hardware stages and monitoring: the serving
+        # files, the install's marker, the weights'), as rendered/<host>/<stage>.yml lists them: byte for byte, mode
+        # and owner
+        for stage in ("serve", "install", "weights"):
+            view_path = rendered / f"{stage}.yml"
+            if not view_path.exists():
+                continue
+            view = yaml.safe_load(view_path.read_text())
+            for entry in view.get("files") or []:
+                if entry["content"] == "decided on the node":
+                    continue
+                text = (rendered / entry["content"]).read_text()
+                on_node = node_file(host, entry["path"])
+                for name, value in SECRETS.items():
+                    on_node = on_node.replace(value, f"<secret: {name}>")
+                assert on_node == text, f"{host}: {entry['path']} differs from rendered/{host}/{entry['content']}"
+                mode, owner = docker("exec", host, "stat", "-c", "%a %U", entry["path"]).split()
+                assert (mode.zfill(4), owner) == (entry["mode"], entry.get("owner", "root")), (host, entry["path"])
+                compared += 1
         if (rendered / "docker-run.sh").exists():
             import shlex
             argv = shlex.split((rendered / "docker-run.sh").read_text().split("exec ", 1)[1].replace("\\\n", " "))

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 TEMPLATE_DIR = ROOT / "playbooks" / "templates" / "render"
 VIEWS_BY_ROLE = {"server": ("serve.args", "serve.sh"), "router": ("router.args", "router.sh")}
 #: the per-stage summaries (site/stages.py, and the monitoring stage of site/monitoring.py)
-STAGE_VIEWS = ("driver", "rdma", "runtime", "install", "weights", "monitoring")
+STAGE_VIEWS = ("driver", "rdma", "runtime", "install", "weights", "serve", "monitoring")
 #: every name render writes into a host's folder (a folder holding only these is ours to remove)
 OWN_NAMES = ("serve.args", "serve.sh", "docker-run.sh", "router.args", "router.sh", "files",
              *(f"{name}.yml" for name in STAGE_VIEWS))
@@ -121,6 +121,17 @@ def decided(plans: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"stage": k[0], "what": k[1], "why": k[2], "hosts": hosts} for k, hosts in by.items()]
 
 
+def serve_view(plan: dict[str, Any]) -> dict[str, Any]:
+    """The serving unit and its files (rendered/<host>/serve.yml): sglang_server's or sglang_router's."""
+    role = "sglang_server" if plan["role"] == "server" else "sglang_router"
+    files = [f for f in (plan.get("files") or {}).values()]
+    return {"stage": "serve", "role": role, "applies": True, "unit": plan["unit"], "instance": plan["instance"],
+            "files": [{"path": f["path"], "mode": f["mode"], "owner": f.get("owner", "root"), "group": f.get("group", "root"),
+                       "content": DECIDED if f.get("content") is None else f"files{f['path']}"} for f in files],
+            **({"decided_on_node": [f"secrets: {', '.join(plan['secret_env'])} (filled on the node from the vault; "
+                                    "the rendered file holds a placeholder)"]} if plan.get("secret_env") else {})}
+
+
 def install_view(plan: dict[str, Any]) -> dict[str, Any]:
     """What sglang_install puts on the node (rendered/<host>/install.yml)."""
     spec = dict(plan["install"])
@@ -167,6 +178,8 @@ def host_files(plan: dict[str, Any], env: jinja2.Environment,
         out[f"{name}.yml"] = (f"# {HEADER}\n" + monitoring.dump(stage_view(stage)), "0644")
     if plan.get("install"):
         out["install.yml"] = (f"# {HEADER}\n" + monitoring.dump(install_view(plan)), "0644")
+    if plan.get("files"):
+        out["serve.yml"] = (f"# {HEADER}\n" + monitoring.dump(serve_view(plan)), "0644")
     view = monitoring_view(plan, site_monitoring)
     if view:
         out["monitoring.yml"] = (f"# {HEADER}\n" + monitoring.dump(view), "0644")
