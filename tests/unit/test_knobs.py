@@ -240,7 +240,21 @@ def test_pd_errors() -> None:
     refuses({**H200_HT, "pd": {"role": "both"}}, r"sglang_pd.role: 'both' is not one of prefill, decode")
     refuses({**H200_HT, "pd": {"role": "prefill", "transfer_backend": "tcp"}}, r"transfer_backend: 'tcp' is not one")
     refuses({**H200_HT, "pd": "prefill"}, r"sglang_pd: expected a mapping \(key: value\), got str 'prefill'")
-    refuses({**H200_HT, "pd": {"role": "prefill", "bootstrap_port": "x"}}, r"bootstrap_port: 'x' is not a TCP port")
+    refuses({**H200_HT, "pd": {"role": "prefill", "bootstrap_port": "x"}},
+            r"sglang_pd.bootstrap_port: expected an integer, got str 'x'")
+    refuses({**H200_HT, "pd": {"role": "prefill", "bootstrap_port": 70000}}, r"bootstrap_port: 70000 is not a TCP port")
+
+
+def test_nested_values_mean_what_they_mean_at_the_top() -> None:
+    """One coercion at every depth: a quoted port inside sglang_pd is a port as sglang_port: "30400" is; "false"
+    inside sglang_hicache turns it off as sglang_kv_cache_fp8: "false" would; a quoted size is the size."""
+    quoted = flags(serve_args({**H200_HT, "pd": {"role": "prefill", "bootstrap_port": "30444"}}))
+    assert quoted["--disaggregation-bootstrap-port"] == "30444"
+    assert "--enable-hierarchical-cache" not in flags(serve_args({**H200_HT, "hicache": {"enabled": "false"}}))
+    assert "--enable-hierarchical-cache" in flags(serve_args({**H200_HT, "hicache": {"enabled": "yes"}}))
+    cp = {"gpu": "h200", "quant": "fp8", "strategy": "low-latency", "dp_attention": "off"}
+    assert flags(serve_args({**cp, "context_parallel": {"size": "8"}}))["--attn-cp-size"] == "8"
+    assert "--reasoning-parser" not in flags(serve_args({**H200_HT, "parsers": {"reasoning": "no"}}))
 
 
 # --- extra / remove args, env, model path --------------------------------------------------------

@@ -15,6 +15,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import ar
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell, Model, flag_table
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import coerce
 
 PARALLEL_FLAGS = ("--tp-size", "--pp-size", "--quantization", "--dp-size", "--enable-dp-attention",
                   "--moe-a2a-backend", "--ep-size")
@@ -61,6 +62,25 @@ class Build:
     def int_flag(self, name: str, default: int = 1) -> int:
         value = argv.get(self.args, name)
         return int(value) if isinstance(value, str) and value.isdigit() else default
+
+
+def nested(values: dict[str, Any], variable: str, kinds: dict[str, str]) -> dict[str, Any]:
+    """A mapping's keys converted as the top-level variables are (selection.coerce: '8' is 8, 'false' is false), so
+    a value means the same at every depth; the others are left as given."""
+    out = dict(values)
+    for key, kind in kinds.items():
+        if out.get(key) is None:
+            continue
+        if kind == "number":
+            value = out[key]
+            if isinstance(value, str):
+                try:
+                    out[key] = float(value) if "." in value else int(value)
+                except ValueError:
+                    pass  # the knob names what it wants
+            continue
+        out[key] = coerce(out[key], kind, f"{variable}.{key}")
+    return out
 
 
 def _after_parallel(args: argv.Args) -> int:
@@ -200,12 +220,15 @@ def apply_context_parallel(b: Build) -> Build:
     """Prefill CP: single node, not AMD, interleave only, size = TP/DP with DP-attention off.
     layer_split also needs a PD prefill worker on the mooncake backend."""
     cp = b.sel["context_parallel"]
-    if cp is None or cp.get("enabled", True) is False:
+    if cp is None:
         return b
     unknown = set(cp) - {"size", "strategy", "layer_split", "enabled"}
     if unknown:
         raise RecipeError(f"sglang_context_parallel: unknown key(s) {', '.join(sorted(unknown))}; "
                           "known: size, strategy, layer_split, enabled")
+    cp = nested(cp, "sglang_context_parallel", {"enabled": "bool", "size": "int", "layer_split": "bool"})
+    if cp.get("enabled", True) is False:
+        return b
     if b.cell.nodes > 1:
         raise RecipeError(f"sglang_context_parallel: prefill context parallelism is single-node only (SGLang "
                           f"asserts tp <= 8); {b.where} spans {b.cell.nodes} nodes. Drop it or use sglang_nodes: 1")
@@ -260,6 +283,7 @@ def apply_hicache(b: Build) -> Build:
     if unknown:
         raise RecipeError(f"sglang_hicache: unknown key(s) {', '.join(sorted(unknown))}; known: enabled, ratio, "
                           "size, write_policy, storage_backend")
+    hc = nested(hc, "sglang_hicache", {"enabled": "bool", "ratio": "number", "size": "int"})
     if hc.get("enabled", True) is False:
         return b
     ratio = hc.get("ratio", 2)
@@ -318,6 +342,7 @@ def check_pd(pd: Any) -> dict[str, Any] | None:
     if unknown:
         raise RecipeError(f"sglang_pd: unknown key(s) {', '.join(sorted(unknown))}; known: role, transfer_backend, "
                           "ib_device, bootstrap_port")
+    pd = nested(pd, "sglang_pd", {"bootstrap_port": "int"})
     if pd.get("role") not in PD_ROLES:
         raise RecipeError(f"sglang_pd.role: {pd.get('role')!r} is not one of {', '.join(PD_ROLES)}")
     backend = pd.get("transfer_backend", "mooncake")
@@ -362,7 +387,8 @@ def apply_parsers(b: Build) -> Build:
         unknown = set(value) - {"reasoning", "tool_call"}
         if unknown:
             raise RecipeError(f"sglang_parsers: unknown key(s) {', '.join(sorted(unknown))}; known: reasoning, tool_call")
-        wanted = {"reasoning": bool(value.get("reasoning", True)), "tool_call": bool(value.get("tool_call", True))}
+        value = nested(value, "sglang_parsers", {"reasoning": "bool", "tool_call": "bool"})
+        wanted = {"reasoning": value.get("reasoning", True) is not False, "tool_call": value.get("tool_call", True) is not False}
     else:
         raise RecipeError(f"sglang_parsers: expected true/false or {{reasoning: bool, tool_call: bool}}, got {value!r}")
     args = b.args
