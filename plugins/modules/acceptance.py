@@ -40,24 +40,11 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: all
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 notes:
-  - This is an action plugin; it runs on the controller and reads what the node probes returned.
+  - It reads what the node probes returned (each host's C(node_acceptance_result)).
 """
 
 EXAMPLES = r"""

@@ -36,22 +36,9 @@ options:
   note: {description: A line added under the heading (e.g. that the endpoint was a test double)., type: str, default: ""}
   out_dir: {description: Folder of the report., type: path, required: true}
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 """
 
 EXAMPLES = r"""

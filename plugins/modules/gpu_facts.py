@@ -29,25 +29,14 @@ options:
     type: path
     default: /
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.node_action
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
   - ansible.builtin.action_common_attributes.facts
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
-  facts:
-    support: full
+  check_mode: {support: full}
+  diff_mode: {support: none}
+  facts: {support: full}
 """
 
 EXAMPLES = r"""

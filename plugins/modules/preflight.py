@@ -47,24 +47,11 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: all
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 notes:
-  - This is an action plugin; it reads facts already gathered and never connects to the hosts.
+  - It reads facts already gathered.
 """
 
 EXAMPLES = r"""

@@ -31,24 +31,13 @@ options:
     description: The C(report) of M(metalserve.sglang.preflight); adds a Preflight column to PLAN.md.
     type: dict
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    support: full
-    platforms: all
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
+  diff_mode: {support: full}
 notes:
-  - This is an action plugin; it writes on the controller and never connects to the hosts.
+  - It writes on the controller only.
 """
 
 EXAMPLES = r"""

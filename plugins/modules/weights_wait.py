@@ -37,22 +37,12 @@ options:
     type: int
     default: 21600
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.node_action
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
-  check_mode:
-    support: none
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
+  check_mode: {support: none}
+  diff_mode: {support: none}
 """
 
 EXAMPLES = r"""
