@@ -80,13 +80,16 @@ written:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# What the action plugin validates the task's arguments against (self.validate_argument_spec), and this stub too
+ARGUMENT_SPEC = {"plans": {"type": "dict", "required": True},
+                 "hosts": {"type": "list", "elements": "str"},
+                 "report_dir": {"type": "path", "default": "rendered/acceptance"},
+                 "enforce": {"type": "bool", "default": True}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"plans": {"type": "dict", "required": True},
-                                          "hosts": {"type": "list", "elements": "str"},
-                                          "report_dir": {"type": "path", "default": "rendered/acceptance"},
-                                          "enforce": {"type": "bool", "default": True}},
-                           supports_check_mode=True)
-    module.fail_json(msg="metalserve.sglang.acceptance runs as an action plugin on the controller")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.acceptance runs as an action plugin on the controller")
 
 
 if __name__ == "__main__":

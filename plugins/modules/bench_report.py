@@ -66,4 +66,30 @@ plot:
   description: Path of the PNG, or empty when matplotlib is missing (or in check mode).
   returned: always
   type: str
+published:
+  description: Whether the cookbook publishes numbers for the cell (false leaves the published columns empty).
+  returned: always
+  type: bool
 """
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+
+# What the action plugin validates the task's arguments against (self.validate_argument_spec), and this stub too
+ARGUMENT_SPEC = {"results": {"type": "path", "required": True},
+                 "host": {"type": "str", "required": True},
+                 "model": {"type": "str", "required": True},
+                 "cell": {"type": "dict", "required": True},
+                 "gpus": {"type": "int", "required": True},
+                 "sglang": {"type": "str", "default": ""},
+                 "note": {"type": "str", "default": ""},
+                 "out_dir": {"type": "path", "required": True}}
+
+
+def main() -> None:
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.bench_report runs as an action plugin on the controller")
+
+
+if __name__ == "__main__":
+    main()

@@ -166,9 +166,12 @@ class Collector:
             raw["module_signer"] = (out.strip() or None) if rc == 0 else None
 
 
+# The module's arguments; its action plugin validates the task's against the same spec before it adds the platforms
+ARGUMENT_SPEC = {"platforms": {"type": "dict"}, "root": {"type": "path", "default": "/"}}
+
+
 def main():
-    module = AnsibleModule(argument_spec={"platforms": {"type": "dict"}, "root": {"type": "path", "default": "/"}},
-                           supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     root = module.params["root"]
     collector = Collector(module)
     raw = {"pci": pci_entries(root), "proc_version": read(root, "proc/driver/nvidia/version"),

@@ -60,17 +60,25 @@ errors:
   description: Problem per host that could not be planned.
   returned: always
   type: dict
+monitoring:
+  description: The monitoring hosts' part of the plan (keys hosts, settings_from, warnings, files); what
+    M(metalserve.sglang.render_plan) takes as O(metalserve.sglang.render_plan#module:monitoring).
+  returned: unless the task fails
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# What the action plugin validates the task's arguments against (self.validate_argument_spec), and this stub too
+ARGUMENT_SPEC = {"hosts": {"type": "list", "elements": "str"},
+                 "fail_on_error": {"type": "bool", "default": True},
+                 "variable_errors": {"type": "dict", "default": {}}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"hosts": {"type": "list", "elements": "str"},
-                                          "fail_on_error": {"type": "bool", "default": True},
-                                          "variable_errors": {"type": "dict", "default": {}}},
-                           supports_check_mode=True)
-    module.fail_json(msg="metalserve.sglang.plan runs as an action plugin on the controller")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.plan runs as an action plugin on the controller")
 
 
 if __name__ == "__main__":

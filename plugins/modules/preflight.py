@@ -72,15 +72,19 @@ report:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# What the action plugin validates the task's arguments against (self.validate_argument_spec), and this stub too
+ARGUMENT_SPEC = {"plans": {"type": "dict", "required": True},
+                 "plan_errors": {"type": "dict"},
+                 "vram_headroom": {"type": "float", "default": 0.10},
+                 "disk_headroom": {"type": "float", "default": 0.05},
+                 "require_rdma": {"type": "bool", "default": True},
+                 "fail": {"type": "bool", "default": True},
+                 "only_with_facts": {"type": "bool", "default": False}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"plans": {"type": "dict", "required": True}, "plan_errors": {"type": "dict"},
-                                          "vram_headroom": {"type": "float", "default": 0.10},
-                                          "disk_headroom": {"type": "float", "default": 0.05},
-                                          "require_rdma": {"type": "bool", "default": True},
-                                          "fail": {"type": "bool", "default": True},
-                                          "only_with_facts": {"type": "bool", "default": False}},
-                           supports_check_mode=True)
-    module.fail_json(msg="metalserve.sglang.preflight runs as an action plugin on the controller")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.preflight runs as an action plugin on the controller")
 
 
 if __name__ == "__main__":

@@ -21,9 +21,14 @@ options:
     type: path
     required: true
   plans:
-    description: The C(plans) returned by M(metalserve.sglang.plan).
+    description:
+      - The RV(metalserve.sglang.plan#module:plans) returned by M(metalserve.sglang.plan).
+      - Omitted, the action plans the site itself from the inventory, with the same planner as M(metalserve.sglang.plan),
+        and fails with the plan's message when a host cannot be planned (what C(playbooks/render.yml) does).
     type: dict
-    required: true
+  monitoring:
+    description: The C(monitoring) part of the plan (the monitoring host's files), with O(plans).
+    type: dict
   template_dir:
     description: Directory with the templates, to replace the collection's own.
     type: path
@@ -64,12 +69,17 @@ changed_files:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# What the action plugin validates the task's arguments against (self.validate_argument_spec), and this stub too
+ARGUMENT_SPEC = {"dest": {"type": "path", "required": True},
+                 "plans": {"type": "dict"},
+                 "monitoring": {"type": "dict"},
+                 "preflight": {"type": "dict"},
+                 "template_dir": {"type": "path"}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"dest": {"type": "path", "required": True},
-                                          "plans": {"type": "dict", "required": True},
-                                          "template_dir": {"type": "path"}, "preflight": {"type": "dict"}},
-                           supports_check_mode=True)
-    module.fail_json(msg="metalserve.sglang.render_plan runs as an action plugin on the controller")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.render_plan runs as an action plugin on the controller")
 
 
 if __name__ == "__main__":

@@ -63,12 +63,17 @@ rc:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# What the action plugin validates the task's arguments against (self.validate_argument_spec), and this stub too
+ARGUMENT_SPEC = {"jid": {"type": "str", "required": True},
+                 "path": {"type": "path"},
+                 "manifest": {"type": "dict"},
+                 "label": {"type": "str"},
+                 "poll": {"type": "int", "default": 15},
+                 "timeout": {"type": "int", "default": 21600}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"jid": {"type": "str", "required": True}, "path": {"type": "path"},
-                                          "manifest": {"type": "dict"}, "label": {"type": "str"},
-                                          "poll": {"type": "int", "default": 15},
-                                          "timeout": {"type": "int", "default": 21600}})
-    module.fail_json(msg="metalserve.sglang.weights_wait runs as an action plugin")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC).fail_json(msg="metalserve.sglang.weights_wait runs as an action plugin")
 
 
 if __name__ == "__main__":
