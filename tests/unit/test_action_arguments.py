@@ -53,7 +53,7 @@ FITTING: dict[str, tuple[str, dict[str, Any]]] = {
 
 def test_every_action_has_cases() -> None:
     assert ACTIONS == sorted(MINIMAL) and len(ACTIONS) >= 8
-    assert {name for name, _ in CASES.values()} == set(ACTIONS)
+    assert {name for name, _args in CASES.values()} == set(ACTIONS)
 
 
 @pytest.fixture(scope="module")

@@ -95,3 +95,20 @@ def test_the_shared_attribute_blocks_live_in_the_fragment_only() -> None:
         for key in ("platform", "action", "async", "bypass_host_loop"):
             assert f"\n  {key}:" not in text.split("extends_documentation_fragment:", 1)[1].split('"""', 1)[0], \
                 f"{name} documents {key} itself: use plugins/doc_fragments/attributes.py"
+
+
+def test_galaxy_lists_every_filter_once_with_its_description() -> None:
+    """galaxy-importer lists a collection's content as the union of the files ansible-doc names as each plugin's
+    documentation and every .py file under plugins/<type>/ (galaxy_importer/loaders/collection.py _load_contents,
+    finder.py ContentFinder._find_plugins), one entry per file, named after the file. A .py file holding several
+    filters documented in .yml files beside it therefore shows once per .yml and once more, bare, for itself."""
+    listed = subprocess.run([str(Path(sys.executable).with_name("ansible-doc")), "-t", "filter", "--list", "--json",
+                             "metalserve.sglang"], capture_output=True, text=True, check=True)
+    names = sorted(name.split(".")[-1] for name in json.loads(listed.stdout))
+    docs = ansible_doc("filter", names)
+    # relative to the collection's root, as the importer sees it in the unpacked tarball
+    documented = {doc["doc"]["filename"].split("/ansible_collections/metalserve/sglang/", 1)[1] for doc in docs.values()}
+    python = {p.relative_to(ROOT).as_posix() for p in (ROOT / "plugins" / "filter").rglob("*.py") if p.name != "__init__.py"}
+    entries = documented | python
+    assert sorted(entries) == [f"plugins/filter/{name}.py" for name in names]
+    assert all(doc["doc"].get("short_description") for doc in docs.values())
