@@ -72,7 +72,7 @@ def test_every_relative_link_and_heading_link_resolves(doc: Path) -> None:
     for target in LINK.findall(doc.read_text(encoding="utf-8")):
         if re.match(r"[a-z]+:", target):
             continue
-        file, _, anchor = target.partition("#")
+        file, _hash, anchor = target.partition("#")
         page = (doc.parent / file).resolve() if file else doc
         if not page.exists():
             broken.append(target)
