@@ -19,11 +19,11 @@ options:
     type: dict
     required: true
   distribution:
-    description: Distribution.
+    description: The node's distribution (ansible_facts.distribution; Ubuntu, Debian, RedHat, Rocky).
     type: str
     required: true
   version:
-    description: Distribution version.
+    description: The distribution's version (ansible_facts.distribution_version); its major number is what data/amd/releases.yml lists.
     type: str
     required: true
   requested:

@@ -21,7 +21,7 @@ options:
     type: str
     required: true
   distribution:
-    description: Distribution.
+    description: The node's distribution (ansible_facts.distribution); it picks apt or dnf repositories.
     type: str
     required: true
   version:

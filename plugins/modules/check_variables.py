@@ -66,7 +66,7 @@ errors:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
-# What the action plugin validates the task's arguments against (self.validate_argument_spec), and this stub too
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
 ARGUMENT_SPEC = {"roles": {"type": "list", "elements": "str", "required": True},
                  "hosts": {"type": "list", "elements": "str"},
                  "fail_on_error": {"type": "bool", "default": True}}

@@ -166,7 +166,7 @@ class Collector:
             raw["module_signer"] = (out.strip() or None) if rc == 0 else None
 
 
-# The module's arguments; its action plugin validates the task's against the same spec before it adds the platforms
+# The module's arguments; its action plugin checks the task's against this spec before it adds the platforms
 ARGUMENT_SPEC = {"platforms": {"type": "dict"}, "root": {"type": "path", "default": "/"}}
 
 

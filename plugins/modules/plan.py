@@ -70,7 +70,7 @@ monitoring:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
-# What the action plugin validates the task's arguments against (self.validate_argument_spec), and this stub too
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
 ARGUMENT_SPEC = {"hosts": {"type": "list", "elements": "str"},
                  "fail_on_error": {"type": "bool", "default": True},
                  "variable_errors": {"type": "dict", "default": {}}}

@@ -72,7 +72,7 @@ report:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
-# What the action plugin validates the task's arguments against (self.validate_argument_spec), and this stub too
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
 ARGUMENT_SPEC = {"plans": {"type": "dict", "required": True},
                  "plan_errors": {"type": "dict"},
                  "vram_headroom": {"type": "float", "default": 0.10},

@@ -63,7 +63,7 @@ rc:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
-# What the action plugin validates the task's arguments against (self.validate_argument_spec), and this stub too
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
 ARGUMENT_SPEC = {"jid": {"type": "str", "required": True},
                  "path": {"type": "path"},
                  "manifest": {"type": "dict"},
