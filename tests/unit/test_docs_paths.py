@@ -95,3 +95,17 @@ def test_the_readme_names_nothing_the_collection_tarball_leaves_out() -> None:
                       if any(fnmatch.fnmatch(p, pat) or p == pat or p.startswith(f"{pat}/") for pat in ignore))
     assert not left_out, f"README.md names what the tarball does not hold: {', '.join(left_out)}"
     assert not re.findall(r"(?m)(?:^|`)make [a-z]", readme), "make targets belong on docs/development.md"
+
+
+def test_the_readme_ansible_settings_are_the_repository_s() -> None:
+    """The README shows users the settings the collection is tested with; ansible.cfg owns them."""
+    import configparser
+
+    block = re.search(r"```ini\n(.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S)
+    assert block, "README.md has no ansible.cfg block"
+    shown, ours = configparser.ConfigParser(), configparser.ConfigParser()
+    shown.read_string(block.group(1))
+    ours.read(ROOT / "ansible.cfg")
+    assert shown.sections()
+    for section in shown.sections():
+        assert dict(shown[section]) == {k: v for k, v in ours[section].items() if k in shown[section]}, section
