@@ -16,8 +16,10 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.modules.acceptance import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import acceptance
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain, var_or_none
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import var_or_none
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
@@ -30,10 +32,9 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        args = to_plain(dict(self._task.args))
-        plans = args.get("plans") or {}
-        enforce = bool(args.get("enforce", True))
-        hosts = [str(h) for h in (args.get("hosts") or task_vars.get("ansible_play_hosts_all") or [])]
+        args = validated(self, ARGUMENT_SPEC)
+        plans, enforce = args["plans"], args["enforce"]
+        hosts = [str(h) for h in (args["hosts"] or task_vars.get("ansible_play_hosts_all") or [])]
         hostvars = task_vars["hostvars"]
         xids = acceptance.xid_table()
         reports: list[acceptance.HostReport] = []
@@ -63,7 +64,7 @@ class ActionModule(ActionBase):
         by_host = {r.host: r for r in reports}
         warnings = [f"{r.host}: {w}" for r in reports for w in r.warnings] + fabric.get("_warnings", [])
         refused = sorted({r.host for r in reports if r.problems} | {h for h in fabric if not h.startswith("_")})
-        report_dir = Path(str(args.get("report_dir") or "rendered/acceptance"))
+        report_dir = Path(args["report_dir"])
         written = []
         if not self._task.check_mode:
             report_dir.mkdir(parents=True, exist_ok=True)

@@ -10,10 +10,9 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.modules.bench_report import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as br
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
-
-REQUIRED = ("results", "host", "model", "cell", "gpus", "out_dir")
 
 
 class ActionModule(ActionBase):
@@ -23,10 +22,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars or {})
-        p = to_plain(dict(self._task.args))
-        missing = [k for k in REQUIRED if p.get(k) in (None, "")]
-        if missing:
-            return {**result, "failed": True, "msg": f"bench_report needs {', '.join(missing)}"}
+        p = validated(self, ARGUMENT_SPEC)
         try:
             runs = br.parse_results(Path(p["results"]).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -34,13 +30,12 @@ class ActionModule(ActionBase):
         if not runs:
             return {**result, "failed": True,
                     "msg": f"{p['results']} holds no bench_serving run (did every request fail? see its log)"}
-        gpus = int(p["gpus"])
+        gpus = p["gpus"]
         pub = br.published(p["model"], p["cell"])
         rows = br.compare(runs, pub["entry"], gpus)
         out = Path(p["out_dir"])
         report, image = out / f"{p['host']}.md", out / f"{p['host']}.png"
-        text = br.markdown(p["host"], p["model"], p["cell"], gpus, rows, pub, str(p.get("sglang") or ""),
-                           str(p.get("note") or ""))
+        text = br.markdown(p["host"], p["model"], p["cell"], gpus, rows, pub, p["sglang"] or "", p["note"] or "")
         changed, plotted = False, ""
         if not self._task.check_mode:
             out.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,8 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.modules.check_variables import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
 
@@ -21,12 +23,9 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        args = self.validate_argument_spec(argument_spec={
-            "roles": {"type": "list", "elements": "str", "required": True},
-            "hosts": {"type": "list", "elements": "str"},
-            "fail_on_error": {"type": "bool", "default": True}})[1]
-        roles = list(args["roles"])
-        hosts = list(args.get("hosts") or task_vars.get("ansible_play_hosts") or [])
+        args = validated(self, ARGUMENT_SPEC)
+        roles = args["roles"]
+        hosts = list(args["hosts"] or task_vars.get("ansible_play_hosts") or [])
         unknown = sorted(set(hosts) - set(task_vars["hostvars"]))
         if unknown:
             result.update(failed=True, changed=False, msg=f"hosts {', '.join(unknown)} are not in the inventory")

@@ -12,6 +12,8 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.modules.gpu_facts import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 
@@ -22,8 +24,8 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        args = dict(self._task.args)
-        if not args.get("platforms"):
+        args = validated(self, ARGUMENT_SPEC)
+        if not args["platforms"]:
             extra = task_vars.get("sglang_gpu_platforms")
             extra = to_plain(self._templar.template(extra)) if extra else None
             args["platforms"] = load_catalog(gpu_platforms=extra).gpus

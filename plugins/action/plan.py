@@ -15,6 +15,8 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.modules.plan import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
@@ -38,7 +40,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        args = self._task.args
+        args = validated(self, ARGUMENT_SPEC)
         broken: dict[str, list[str]] = {}
         hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
         inventory = sorted(hostvars)
@@ -47,9 +49,9 @@ class ActionModule(ActionBase):
                           msg="the inventory has no hosts: check the -i path, and that Ansible could parse it "
                               "(ansible-inventory -i <path> --graph)")
             return result
-        wanted = [str(h) for h in (args.get("hosts") or task_vars.get("ansible_play_hosts_all") or inventory)]
+        wanted = [str(h) for h in (args["hosts"] or task_vars.get("ansible_play_hosts_all") or inventory)]
         # problems check_variables found (site.yml hands them over so that one message carries every mistake)
-        variable_errors = {str(h): v for h, v in (args.get("variable_errors") or {}).items() if v}
+        variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
         try:
             site = site_plan.plan_site(hostvars, groups)
         except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
@@ -69,7 +71,7 @@ class ActionModule(ActionBase):
         warnings += list((site.get("monitoring") or {}).get("warnings") or [])
         if warnings:
             result["warnings"] = [variables.redact(w) for w in warnings]
-        if (here or variable_errors) and args.get("fail_on_error", True):
+        if (here or variable_errors) and args["fail_on_error"]:
             # the failure carries what an operator acts on; the plans would bury it (thousands of lines)
             text = site_plan.refusal_text(task_vars.get("inventory_hostname", "the first host"), variable_errors, here,
                                           len(wanted), len(involved))

@@ -12,8 +12,10 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.modules.preflight import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain, var_or_none
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import var_or_none
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 
 
@@ -34,17 +36,15 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        args = self._task.args
-        plans = to_plain(args.get("plans") or {})
-        plan_errors = to_plain(args.get("plan_errors") or {})
-        limits = checks.Limits(vram_headroom=float(args.get("vram_headroom", 0.10)),
-                               disk_headroom=float(args.get("disk_headroom", 0.05)),
-                               require_rdma=bool(args.get("require_rdma", True)))
+        args = validated(self, ARGUMENT_SPEC)
+        plans, plan_errors = args["plans"], args["plan_errors"] or {}
+        limits = checks.Limits(vram_headroom=args["vram_headroom"], disk_headroom=args["disk_headroom"],
+                               require_rdma=args["require_rdma"])
         hostvars = task_vars["hostvars"]
         servers = {h: p for h, p in plans.items() if p.get("role") == "server"}
         wanted = {h for h in hostvars if h in plans or h in {m for p in servers.values() for m in p.get("members", [])}}
         reports, catalog_errors = checks.site_reports(plans, facts_of(hostvars, wanted), catalog_for(hostvars), limits,
-                                                      bool(args.get("only_with_facts", False)))
+                                                      args["only_with_facts"])
         plan_errors.update(catalog_errors)
         warnings = [f"{r.host}: {w}" for r in reports for w in r.warnings]
         if warnings:
@@ -52,7 +52,7 @@ class ActionModule(ActionBase):
         result.update(changed=False, report={r.host: r.as_dict() for r in reports}, plan_errors=plan_errors)
         if plan_errors or any(r.problems for r in reports):
             result["msg"] = checks.report_text(reports, plan_errors)
-            result["failed"] = bool(args.get("fail", True))
+            result["failed"] = args["fail"]
         else:
             result["msg"] = f"preflight: {len(reports)} server(s) can hold their recipes"
         return result

@@ -18,9 +18,10 @@ from typing import Any
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.modules.render_plan import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import (TEMPLATE_DIR, render_all, stale_dirs,
@@ -53,16 +54,13 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        args = self._task.args
-        if not args.get("dest"):
-            raise AnsibleActionFail("render_plan needs dest (a directory)")
-        dest = Path(str(args["dest"])).expanduser()
-        template_dir = Path(str(args.get("template_dir") or TEMPLATE_DIR))
+        args = validated(self, ARGUMENT_SPEC)
+        dest = Path(args["dest"])
+        template_dir = Path(args["template_dir"] or TEMPLATE_DIR)
         inventory = Path(str(task_vars.get("inventory_dir") or "inventory")).name
         site_monitoring: dict[str, Any] = {}
-        if isinstance(args.get("plans"), dict):
-            plans, preflight = to_plain(args["plans"]), to_plain(args.get("preflight") or {})
-            site_monitoring = to_plain(args.get("monitoring") or {})
+        if args["plans"] is not None:
+            plans, preflight, site_monitoring = args["plans"], args["preflight"] or {}, args["monitoring"] or {}
         else:
             # plan here: one step, instead of passing a site's plans through a task argument (slow at thousands
             # of hosts); the same plan_site() the plan action runs
@@ -71,7 +69,7 @@ class ActionModule(ActionBase):
             if not hostvars:
                 raise AnsibleActionFail("the inventory has no hosts: check the -i path (ansible-inventory --graph)")
             # what check_variables refused (render.yml runs it first, as site.yml does): one message with the plan's
-            variable_errors = {str(h): v for h, v in (args.get("variable_errors") or {}).items() if v}
+            variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
             try:
                 site = site_plan.plan_site(hostvars, groups)
             except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both

@@ -13,9 +13,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+
+from ansible_collections.metalserve.sglang.plugins.modules.weights_wait import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 
 display = Display()
 
@@ -27,13 +29,10 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
-        args = self._task.args
-        jid = args.get("jid")
-        if not jid:
-            raise AnsibleActionFail("weights_wait needs jid (the ansible_job_id of an async transfer)")
-        poll, timeout = int(args.get("poll", 15)), int(args.get("timeout", 21600))
-        label = args.get("label") or args.get("path")
-        check_args = {k: v for k, v in {"path": args.get("path"), "manifest": args.get("manifest")}.items() if v}
+        args = validated(self, ARGUMENT_SPEC)
+        jid, poll, timeout = args["jid"], args["poll"], args["timeout"]
+        label = args["label"] or args["path"]
+        check_args = {k: v for k, v in {"path": args["path"], "manifest": args["manifest"]}.items() if v}
         host = task_vars.get("inventory_hostname")
         # what ansible.builtin.async_status's own action adds before it runs the module
         async_dir = self.get_shell_option("async_dir", default="~/.ansible_async")

@@ -1,49 +1,62 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over the GLM-5.3 recipe engine: recipe, serve_args, router_args.
-
-Thin by design: they call plugins/plugin_utils/recipe/engine.py and turn its RecipeError into
-AnsibleFilterError with the engine's message unchanged. Docs live in the .yml sidecars.
-"""
+"""The filter metalserve.sglang.recipe: a thin plugin over plugins/plugin_utils/recipe/engine.py,
+where its logic and unit tests are."""
 from __future__ import annotations
 
-from typing import Any, Callable
+DOCUMENTATION = r"""
+name: recipe
+version_added: 0.1.0
+author: metalserve.sglang contributors (@metalserve)
+short_description: The SGLang cookbook's serving recipe for a GPU, precision, strategy and node count
+description:
+  - Picks the cookbook cell for C(gpu)/C(quant)/C(strategy)/C(nodes), applies the playground knobs in a fixed
+    order, and translates the flags for the SGLang release that will run them.
+  - Errors name the variable to change, what was asked and what the hardware offers.
+positional: _input
+options:
+  _input:
+    description:
+      - "The selection: the C(sglang_*) inventory variables without their prefix, for example
+        C({gpu: h200, quant: fp8, strategy: high-throughput}). data/variables.yml lists every key."
+      - C(recipes) adds site recipes (model documents) and C(gpu_platforms) adds GPU ids.
+    type: dict
+    required: true
+"""
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap as _wrap
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+EXAMPLES = r"""
+- name: Show the H200 FP8 high-throughput command
+  ansible.builtin.debug:
+    msg: "{{ {'gpu': 'h200', 'quant': 'fp8', 'strategy': 'high-throughput'} | metalserve.sglang.recipe }}"
+
+- name: The same cell as cookbook revision 03d5035a published it
+  ansible.builtin.debug:
+    msg: "{{ {'gpu': 'h200', 'quant': 'fp8', 'strategy': 'high-throughput', 'cookbook_revision': '03d5035a'} | metalserve.sglang.recipe }}"
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - C(model), C(checkpoint), C(gpu), C(quant), C(strategy), C(nodes), C(gpus_per_node), C(verified),
+      C(cookbook_revision) (the upstream revision of the cookbook page the cell comes from), C(image),
+      C(sglang_version), C(env) (dict), C(args) (argv tokens after C(sglang serve), node independent),
+      C(warnings) (list), plus C(port), C(dist_port), C(ports), C(pd_role), C(served_model_name).
+  type: dict
+"""
+
+from typing import Any, Callable  # noqa: E402
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap  # noqa: E402
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine  # noqa: E402
 
 
 def recipe(selection: dict[str, Any]) -> dict[str, Any]:
     return recipe_engine.recipe(selection)
 
 
-def serve_args(selection: dict[str, Any], node_rank: int = 0, head_address: str | None = None) -> list[str]:
-    return recipe_engine.serve_args(selection, node_rank, head_address)
-
-
-def router_args(spec: dict[str, Any]) -> list[str]:
-    return recipe_engine.router_args(spec)
-
-
-def gpu_platform(gpu: str, gpu_platforms: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The platform table entry of a GPU id (data/gpus.yml plus sglang_gpu_platforms)."""
-    table = load_catalog(gpu_platforms=gpu_platforms).gpus
-    if gpu not in table:
-        raise RecipeError(f"sglang_gpu: {gpu!r} is not a GPU the recipes know; known: {', '.join(sorted(table))} "
-                          "(add one with sglang_gpu_platforms)")
-    return dict(table[gpu], id=gpu)
-
-
 class FilterModule:
-    """metalserve.sglang recipe filters."""
+    """The filter metalserve.sglang.recipe."""
 
     def filters(self) -> dict[str, Callable[..., Any]]:
-        return {
-            "recipe": _wrap(recipe),
-            "serve_args": _wrap(serve_args),
-            "router_args": _wrap(router_args),
-            "gpu_platform": _wrap(gpu_platform),
-        }
+        return {"recipe": wrap(recipe)}

@@ -40,24 +40,11 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: all
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 notes:
-  - This is an action plugin; it runs on the controller and reads what the node probes returned.
+  - It reads what the node probes returned (each host's C(node_acceptance_result)).
 """
 
 EXAMPLES = r"""
@@ -93,13 +80,16 @@ written:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
+ARGUMENT_SPEC = {"plans": {"type": "dict", "required": True},
+                 "hosts": {"type": "list", "elements": "str"},
+                 "report_dir": {"type": "path", "default": "rendered/acceptance"},
+                 "enforce": {"type": "bool", "default": True}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"plans": {"type": "dict", "required": True},
-                                          "hosts": {"type": "list", "elements": "str"},
-                                          "report_dir": {"type": "path", "default": "rendered/acceptance"},
-                                          "enforce": {"type": "bool", "default": True}},
-                           supports_check_mode=True)
-    module.fail_json(msg="metalserve.sglang.acceptance runs as an action plugin on the controller")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.acceptance runs as an action plugin on the controller")
 
 
 if __name__ == "__main__":

@@ -36,22 +36,9 @@ options:
   note: {description: A line added under the heading (e.g. that the endpoint was a test double)., type: str, default: ""}
   out_dir: {description: Folder of the report., type: path, required: true}
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 """
 
 EXAMPLES = r"""
@@ -79,4 +66,30 @@ plot:
   description: Path of the PNG, or empty when matplotlib is missing (or in check mode).
   returned: always
   type: str
+published:
+  description: Whether the cookbook publishes numbers for the cell (false leaves the published columns empty).
+  returned: always
+  type: bool
 """
+
+from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+
+
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
+ARGUMENT_SPEC = {"results": {"type": "path", "required": True},
+                 "host": {"type": "str", "required": True},
+                 "model": {"type": "str", "required": True},
+                 "cell": {"type": "dict", "required": True},
+                 "gpus": {"type": "int", "required": True},
+                 "sglang": {"type": "str", "default": ""},
+                 "note": {"type": "str", "default": ""},
+                 "out_dir": {"type": "path", "required": True}}
+
+
+def main() -> None:
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.bench_report runs as an action plugin on the controller")
+
+
+if __name__ == "__main__":
+    main()

@@ -41,24 +41,9 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: all
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
-notes:
-  - This is an action plugin; it never connects to the hosts.
 seealso:
   - module: ansible.builtin.validate_argument_spec
 """
@@ -81,12 +66,15 @@ errors:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
+ARGUMENT_SPEC = {"roles": {"type": "list", "elements": "str", "required": True},
+                 "hosts": {"type": "list", "elements": "str"},
+                 "fail_on_error": {"type": "bool", "default": True}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"roles": {"type": "list", "elements": "str", "required": True},
-                                          "hosts": {"type": "list", "elements": "str"},
-                                          "fail_on_error": {"type": "bool", "default": True}},
-                           supports_check_mode=True)
-    module.fail_json(msg="metalserve.sglang.check_variables runs as an action plugin on the controller")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.check_variables runs as an action plugin on the controller")
 
 
 if __name__ == "__main__":

@@ -34,18 +34,11 @@ options:
     elements: str
     default: []
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.node
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.facts
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-  facts:
-    support: full
+  facts: {support: full}
 """
 
 EXAMPLES = r"""

@@ -29,25 +29,14 @@ options:
     type: path
     default: /
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.node_action
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
   - ansible.builtin.action_common_attributes.facts
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
-  facts:
-    support: full
+  check_mode: {support: full}
+  diff_mode: {support: none}
+  facts: {support: full}
 """
 
 EXAMPLES = r"""
@@ -177,9 +166,12 @@ class Collector:
             raw["module_signer"] = (out.strip() or None) if rc == 0 else None
 
 
+# The module's arguments; its action plugin checks the task's against this spec before it adds the platforms
+ARGUMENT_SPEC = {"platforms": {"type": "dict"}, "root": {"type": "path", "default": "/"}}
+
+
 def main():
-    module = AnsibleModule(argument_spec={"platforms": {"type": "dict"}, "root": {"type": "path", "default": "/"}},
-                           supports_check_mode=True)
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     root = module.params["root"]
     collector = Collector(module)
     raw = {"pci": pci_entries(root), "proc_version": read(root, "proc/driver/nvidia/version"),

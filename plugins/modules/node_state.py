@@ -63,14 +63,8 @@ options:
     elements: dict
     default: []
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.node
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 """
 
 EXAMPLES = r"""

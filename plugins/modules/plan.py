@@ -34,24 +34,9 @@ options:
     type: dict
     default: {}
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: all
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
-notes:
-  - This is an action plugin; it never connects to the hosts.
 """
 
 EXAMPLES = r"""
@@ -75,17 +60,25 @@ errors:
   description: Problem per host that could not be planned.
   returned: always
   type: dict
+monitoring:
+  description: The monitoring hosts' part of the plan (keys hosts, settings_from, warnings, files); what
+    M(metalserve.sglang.render_plan) takes as O(metalserve.sglang.render_plan#module:monitoring).
+  returned: unless the task fails
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
+ARGUMENT_SPEC = {"hosts": {"type": "list", "elements": "str"},
+                 "fail_on_error": {"type": "bool", "default": True},
+                 "variable_errors": {"type": "dict", "default": {}}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"hosts": {"type": "list", "elements": "str"},
-                                          "fail_on_error": {"type": "bool", "default": True},
-                                          "variable_errors": {"type": "dict", "default": {}}},
-                           supports_check_mode=True)
-    module.fail_json(msg="metalserve.sglang.plan runs as an action plugin on the controller")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.plan runs as an action plugin on the controller")
 
 
 if __name__ == "__main__":

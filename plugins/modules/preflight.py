@@ -47,24 +47,11 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: all
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
 notes:
-  - This is an action plugin; it reads facts already gathered and never connects to the hosts.
+  - It reads facts already gathered.
 """
 
 EXAMPLES = r"""
@@ -85,15 +72,19 @@ report:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
+ARGUMENT_SPEC = {"plans": {"type": "dict", "required": True},
+                 "plan_errors": {"type": "dict"},
+                 "vram_headroom": {"type": "float", "default": 0.10},
+                 "disk_headroom": {"type": "float", "default": 0.05},
+                 "require_rdma": {"type": "bool", "default": True},
+                 "fail": {"type": "bool", "default": True},
+                 "only_with_facts": {"type": "bool", "default": False}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"plans": {"type": "dict", "required": True}, "plan_errors": {"type": "dict"},
-                                          "vram_headroom": {"type": "float", "default": 0.10},
-                                          "disk_headroom": {"type": "float", "default": 0.05},
-                                          "require_rdma": {"type": "bool", "default": True},
-                                          "fail": {"type": "bool", "default": True},
-                                          "only_with_facts": {"type": "bool", "default": False}},
-                           supports_check_mode=True)
-    module.fail_json(msg="metalserve.sglang.preflight runs as an action plugin on the controller")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.preflight runs as an action plugin on the controller")
 
 
 if __name__ == "__main__":

@@ -22,8 +22,12 @@ options:
     required: true
   plans:
     description:
-      - The C(plans) returned by M(metalserve.sglang.plan). Without it the action plans the site itself (the same
-        C(plan_site()) as M(metalserve.sglang.plan)), which is what C(playbooks/render.yml) does.
+      - The RV(metalserve.sglang.plan#module:plans) returned by M(metalserve.sglang.plan).
+      - Omitted, the action plans the site itself from the inventory, with the same planner as M(metalserve.sglang.plan),
+        and fails with the plan's message when a host cannot be planned (what C(playbooks/render.yml) does).
+    type: dict
+  monitoring:
+    description: The C(monitoring) part of the plan (the monitoring host's files), with O(plans).
     type: dict
   variable_errors:
     description:
@@ -37,24 +41,13 @@ options:
     description: The C(report) of M(metalserve.sglang.preflight); adds a Preflight column to PLAN.md.
     type: dict
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: full
-  platform:
-    support: full
-    platforms: all
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
+  diff_mode: {support: full}
 notes:
-  - This is an action plugin; it writes on the controller and never connects to the hosts.
+  - It writes on the controller only.
 """
 
 EXAMPLES = r"""
@@ -81,12 +74,18 @@ changed_files:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
+ARGUMENT_SPEC = {"dest": {"type": "path", "required": True},
+                 "plans": {"type": "dict"},
+                 "monitoring": {"type": "dict"},
+                 "preflight": {"type": "dict"},
+                 "template_dir": {"type": "path"},
+                 "variable_errors": {"type": "dict"}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"dest": {"type": "path", "required": True},
-                                          "plans": {"type": "dict"}, "variable_errors": {"type": "dict"},
-                                          "template_dir": {"type": "path"}, "preflight": {"type": "dict"}},
-                           supports_check_mode=True)
-    module.fail_json(msg="metalserve.sglang.render_plan runs as an action plugin on the controller")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True).fail_json(
+        msg="metalserve.sglang.render_plan runs as an action plugin on the controller")
 
 
 if __name__ == "__main__":

@@ -42,15 +42,8 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.node
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
 """
 
 EXAMPLES = r"""

@@ -37,22 +37,12 @@ options:
     type: int
     default: 21600
 extends_documentation_fragment:
+  - metalserve.sglang.attributes.node_action
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
 attributes:
-  check_mode:
-    support: none
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-  action:
-    support: full
-  async:
-    support: none
-  bypass_host_loop:
-    support: none
+  check_mode: {support: none}
+  diff_mode: {support: none}
 """
 
 EXAMPLES = r"""
@@ -73,12 +63,17 @@ rc:
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
+# The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
+ARGUMENT_SPEC = {"jid": {"type": "str", "required": True},
+                 "path": {"type": "path"},
+                 "manifest": {"type": "dict"},
+                 "label": {"type": "str"},
+                 "poll": {"type": "int", "default": 15},
+                 "timeout": {"type": "int", "default": 21600}}
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"jid": {"type": "str", "required": True}, "path": {"type": "path"},
-                                          "manifest": {"type": "dict"}, "label": {"type": "str"},
-                                          "poll": {"type": "int", "default": 15},
-                                          "timeout": {"type": "int", "default": 21600}})
-    module.fail_json(msg="metalserve.sglang.weights_wait runs as an action plugin")
+    AnsibleModule(argument_spec=ARGUMENT_SPEC).fail_json(msg="metalserve.sglang.weights_wait runs as an action plugin")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def test_engine_errors_surface_as_filter_errors() -> None:
 
 
 MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
-FILTERS = sorted(p.stem for p in (ROOT / "plugins" / "filter").glob("*.yml"))
+FILTERS = sorted(p.stem for p in (ROOT / "plugins" / "filter").glob("*.py") if p.stem != "__init__")
 
 
 @pytest.mark.parametrize("kind,name", [("filter", f) for f in FILTERS] + [("module", m) for m in MODULES])

@@ -185,7 +185,7 @@ def test_report_names_the_revision_and_the_pinned_accept_length_only_where_upstr
 
 
 def test_the_benchmark_filter_passes_the_revision() -> None:
-    from ansible_collections.metalserve.sglang.plugins.filter.bench import bench_workload
+    from ansible_collections.metalserve.sglang.plugins.filter.bench_workload import bench_workload
     rec = recipe_engine.recipe({"gpu": "h200", "quant": "fp8", "strategy": "high-throughput",
                                 "cookbook_revision": SEED_REVISION})
     assert bench_workload(rec) == [{"concurrency": 1024, "prompts": 2048}]

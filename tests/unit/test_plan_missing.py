@@ -2,7 +2,7 @@
 (tests/integration/test_plan_once.py runs it through Ansible)."""
 from __future__ import annotations
 
-from ansible_collections.metalserve.sglang.plugins.filter.site import plan_missing
+from ansible_collections.metalserve.sglang.plugins.filter.plan_missing import plan_missing
 
 
 def test_a_play_plans_when_any_of_its_hosts_lacks_the_plan() -> None:

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.metalserve.sglang.plugins.filter.verify import verify_target
+from ansible_collections.metalserve.sglang.plugins.filter.verify_target import verify_target
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import verify as vc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan
 
