@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over the GLM-5.3 recipe engine: recipe, serve_args, router_args.
+"""Filters over the recipe engine (GLM-5.3, DeepSeek-V4-Pro, Qwen3.8-27B and site models): recipe, serve_args,
+router_args.
 
 Thin by design: they call plugins/plugin_utils/recipe/engine.py and turn its RecipeError into
 AnsibleFilterError with the engine's message unchanged. Docs live in the .yml sidecars.
