@@ -107,6 +107,13 @@ def upstream_tokens(cell: dict[str, Any], doc: dict[str, Any], rank: int = 0, he
     return tokens
 
 
+def cookbook_alone(cell: dict[str, Any]) -> dict[str, Any]:
+    """The knobs that render a cell as the cookbook writes it: metrics off (ours), and parsers on only where the
+    cell itself names them (Qwen3.8-27B's do; GLM-5.3's and DeepSeek-V4's take them from the parser card)."""
+    names = any(item.split()[0] in ("--reasoning-parser", "--tool-call-parser") for item in cell["flags"])
+    return {"parsers": names, "metrics": False}
+
+
 def model_path_first(tokens: list[str]) -> list[str]:
     """The same command with `--model-path X` moved to the front, where the engine writes it for every model (the
     GLM-5.3 page puts it first; DeepSeek-V4 and Qwen3.8 put --trust-remote-code before it)."""

@@ -27,6 +27,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import en
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import host_plan
 from ansible_collections.metalserve.sglang.tests.helpers import (
     PAGE_MODELS,
+    cookbook_alone,
     ROOT,
     revisions,
     selection_of,
@@ -127,8 +128,8 @@ def runs() -> dict[str, Any]:
             key = f"{cell_id((model, rev, cell))}#{rank}"
             batch[f"default:{key}"] = recipe_engine.serve_args(selection_of(cell, model=model, cookbook_revision=rev),
                                                                rank, head)
-            # parsers and metrics are our knobs on top of the cell: off, to compare with the cookbook alone
-            plain = selection_of(cell, model=model, cookbook_revision=rev, parsers=False, metrics=False)
+            # parsers and metrics are our knobs on top of the cell: as the cookbook alone has them
+            plain = selection_of(cell, model=model, cookbook_revision=rev, **cookbook_alone(cell))
             batch[f"plain:{key}"] = recipe_engine.serve_args(plain, rank, head)
             theirs = upstream_tokens(cell, DOCS[(model, rev)], rank, "10.0.0.1")
             batch[f"upstream:{key}"] = [UPSTREAM_FOR_0523.get(t, t) for t in theirs] if release == PINNED else theirs
@@ -156,7 +157,7 @@ def parsed() -> dict[str, Any]:
             head = "10.0.0.1" if nodes > 1 else None
             # AMD cells default to their image's release; here we ask for 0.5.23 (a uv install)
             uv = {"model": model, "sglang_version": "0.5.23", "install_method": "uv", "cookbook_revision": rev}
-            ours_plain = recipe_engine.serve_args(selection_of(cell, parsers=False, metrics=False, **uv), rank, head)
+            ours_plain = recipe_engine.serve_args(selection_of(cell, **cookbook_alone(cell), **uv), rank, head)
             ours_default = recipe_engine.serve_args(selection_of(cell, **uv), rank, head)
             theirs = [UPSTREAM_FOR_0523.get(t, t)
                       for t in upstream_tokens(cell, DOCS[(model, rev)], rank, "10.0.0.1")]

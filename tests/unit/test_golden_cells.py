@@ -16,6 +16,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import en
 from ansible_collections.metalserve.sglang.tests.helpers import (
     PAGE_MODELS,
     checkpoint_name,
+    cookbook_alone,
     model_path_first,
     revisions,
     selection_of,
@@ -68,9 +69,9 @@ def test_cell_matches_upstream(case: tuple[str, str, dict]) -> None:
     model, rev, cell = case
     for release in RELEASES[model]:
         # uv: the release is the operator's to choose (a docker image fixes its own; see test_release_coherence);
-        # parsers and metrics are our knobs on top of the cell, off here to compare with the cookbook alone
-        sel = selection_of(cell, model=model, parsers=False, metrics=False, sglang_version=release,
-                           install_method="uv", cookbook_revision=rev)
+        # parsers and metrics are our knobs on top of the cell, as the cookbook alone has them here
+        sel = selection_of(cell, model=model, sglang_version=release, install_method="uv", cookbook_revision=rev,
+                           **cookbook_alone(cell))
         if upstream_nodes(cell["match"]["nodes"]) == 1:
             assert recipe_engine.serve_args(sel) == expected(model, rev, cell, release), release
         else:
@@ -116,3 +117,7 @@ def test_parsers_a_cell_names_stay_where_the_cell_has_them() -> None:
     assert args[at:at + 4] == ["--reasoning-parser", "qwen3", "--tool-call-parser", "qwen3_coder"]
     assert args[at + 4] == "--speculative-algorithm" and args[-5:] == ["--enable-metrics", "--host", "0.0.0.0",
                                                                        "--port", "30000"]
+    # sglang_parsers: false drops them, as the page's parser card (an opt-out) does
+    plain = recipe_engine.serve_args({"model": "qwen3.8-27b", "gpu": "gb300", "quant": "fp8",
+                                      "strategy": "high-throughput", "parsers": {"tool_call": False}})
+    assert "--tool-call-parser" not in plain and plain[plain.index("--reasoning-parser") + 1] == "qwen3"

@@ -373,7 +373,8 @@ def apply_pd(b: Build) -> Build:
 
 def apply_parsers(b: Build) -> Build:
     """Default on: the model's parsers (model.yml parsers, the parser card of its cookbook page; GLM-5.3:
-    --reasoning-parser glm45 --tool-call-parser glm47). A parser the cell already names is set to the model's."""
+    --reasoning-parser glm45 --tool-call-parser glm47). A parser the cell already names is set to the model's; off
+    drops it, as the page's parser card does for cells that carry theirs (Qwen3.8-27B's)."""
     value = b.sel["parsers"]
     if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "on", "off"):
         value = value.lower() in ("true", "yes", "on")
@@ -393,6 +394,8 @@ def apply_parsers(b: Build) -> Build:
             args = argv.put(args, flag, parser, "sglang_parsers")
         elif wanted[kind] and isinstance(value, dict):
             raise RecipeError(f"sglang_parsers.{kind}: {b.model.id} names no {kind} parser (model.parsers.{kind})")
+        elif not wanted[kind]:
+            args = argv.drop(args, flag)
     return b.with_(args=args)
 
 
