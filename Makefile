@@ -81,9 +81,10 @@ integration: venv link lab-infra
 syntax: venv link
 	for p in $(PLAYBOOKS); do $(BIN)/ansible-playbook --syntax-check -i inventories/example $$p; done
 
-slow: venv link ## the parser of the SGLang release that runs it over every rendered command (0.5.23, and 0.5.13.post1 for the ROCm images; venvs cached in $(METALSERVE_CACHE))
+slow: venv link ## the parser of the SGLang release that runs it over every rendered command (0.5.23; 0.5.13.post1 and 0.5.18 for the ROCm images; venvs cached in $(METALSERVE_CACHE))
 	SGLANG_PARSER_PYTHON=$$(bash tests/slow/sglang_parser_venv.sh) \
 	SGLANG_PARSER_PYTHON_0_5_13_POST1=$$(SGLANG_VERSION=0.5.13.post1 bash tests/slow/sglang_parser_venv.sh) \
+	SGLANG_PARSER_PYTHON_0_5_18=$$(SGLANG_VERSION=0.5.18 bash tests/slow/sglang_parser_venv.sh) \
 	  $(BIN)/python -m pytest -q -s tests/slow
 
 lab-infra: ## docker engine, the debootstrap systemd image and the stand-in apt repo the scenarios use (cached)

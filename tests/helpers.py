@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,34 @@ ROOT = Path(__file__).resolve().parents[1]
 UPSTREAM_DIR = ROOT / "tests" / "fixtures" / "upstream"
 #: the seed: the cells as first transcribed from the page (2026-11-30, no commit recorded)
 SEED = UPSTREAM_DIR / "glm-5.3-cookbook-cells.yaml"
-#: the cookbook revisions we ship, newest first (data/models/glm-5.3/model.yml)
-REVISIONS: list[str] = yaml.safe_load((ROOT / "data/models/glm-5.3/model.yml").read_text())["cookbook_revisions"]
+MODELS_DIR = ROOT / "data" / "models"
+#: the models imported from a cookbook page (data/models/<id>/model.yml names its page and variant)
+PAGE_MODELS: list[str] = sorted(p.parent.name for p in MODELS_DIR.glob("*/model.yml")
+                                if (yaml.safe_load(p.read_text()) or {}).get("cookbook"))
+#: the GPUs the collection describes (data/gpus.yml); a page's cells on other GPUs are not imported
+KNOWN_GPUS = set(yaml.safe_load((ROOT / "data" / "gpus.yml").read_text()))
+
+
+def model_doc(model: str = "glm-5.3") -> dict[str, Any]:
+    return yaml.safe_load((MODELS_DIR / model / "model.yml").read_text())
+
+
+def revisions(model: str = "glm-5.3") -> list[str]:
+    """The cookbook revisions shipped for a model, newest first (its model.yml)."""
+    return list(model_doc(model)["cookbook_revisions"])
+
+
+#: the cookbook revisions of GLM-5.3 we ship, newest first (data/models/glm-5.3/model.yml)
+REVISIONS: list[str] = revisions("glm-5.3")
+
+
+def page_of(model: str = "glm-5.3") -> tuple[str, str]:
+    page = model_doc(model)["cookbook"]
+    return str(page["page"]), str(page.get("variant", "default"))
+
+
+def fixture_dir(model: str, revision: str) -> Path:
+    return UPSTREAM_DIR / page_of(model)[0] / revision
 
 
 def importer() -> Any:
@@ -24,17 +51,31 @@ def importer() -> Any:
     return module
 
 
-def upstream(revision: str | None = None) -> dict[str, Any]:
-    """One revision of the upstream page in the seed's shape (model_names, docker_images, placeholders, cells),
-    read from the unedited upstream file; no revision: the seed transcription."""
+def upstream(revision: str | None = None, model: str = "glm-5.3") -> dict[str, Any]:
+    """One revision of a model's upstream page in the seed's shape (model_names, docker_images, placeholders, cells),
+    read from the unedited upstream file: the cells of the model's variant on the GPUs data/gpus.yml knows.
+    No revision: the GLM-5.3 seed transcription."""
     if revision is None:
         return yaml.safe_load(SEED.read_text(encoding="utf-8"))
-    config = importer().read_js_export((UPSTREAM_DIR / revision / "glm-5.3.jsx").read_text(encoding="utf-8"), "config")
-    return {"revision": revision,
-            "model_names": {k.split("|", 1)[1]: v for k, v in config["modelNames"].items() if k.startswith("default|")},
+    fixture = fixture_dir(model, revision)
+    source = yaml.safe_load((fixture / "source.yml").read_text(encoding="utf-8"))
+    config = importer().read_js_export((fixture / source["config_file"]).read_text(encoding="utf-8"), "config")
+    _page, variant = page_of(model)
+    names = dict(config["modelNames"])
+    return {"revision": revision, "model": model, "variant": variant, "config": config,
+            "model_names": {k.split("|")[1]: v for k, v in names.items() if k.startswith(variant + "|")},
+            "model_names_by_gpu": {k: v for k, v in names.items() if k.count("|") == 2},
             "docker_images": dict(config["dockerImages"]),
             "placeholders": {k: config["placeholders"][k]["default"] for k in ("HOST_IP", "PORT")},
-            "cells": config["cells"]}
+            "cells": [c for c in config["cells"]
+                      if c["match"].get("variant", "default") == variant and c["match"]["hw"] in KNOWN_GPUS]}
+
+
+def checkpoint_name(cell: dict[str, Any], doc: dict[str, Any]) -> str:
+    """The page's model name for a cell, looked up as its engine does: `hw|variant|quant`, then `variant|quant`."""
+    m = cell["match"]
+    variant = doc.get("variant", "default")
+    return doc.get("model_names_by_gpu", {}).get(f"{m['hw']}|{variant}|{m['quant']}") or doc["model_names"][m["quant"]]
 
 
 def upstream_nodes(value: str) -> int:
@@ -48,14 +89,14 @@ def selection_of(cell: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 def upstream_tokens(cell: dict[str, Any], doc: dict[str, Any], rank: int = 0, head: str = "10.0.0.1") -> list[str]:
-    """The cookbook's command for a cell, with placeholders filled and the multi-node rule applied
-    exactly as the cookbook states it (independent of our engine)."""
-    model = doc["model_names"][cell["match"]["quant"]]
+    """The cookbook's command for a cell, with placeholders filled, each flag item read as a shell reads the copied
+    command, and the multi-node rule applied exactly as the cookbook states it (independent of our engine)."""
+    model = checkpoint_name(cell, doc)
     tokens: list[str] = []
     for item in cell["flags"]:
         item = (item.replace("{{MODEL_NAME}}", model).replace("{{HOST_IP}}", doc["placeholders"]["HOST_IP"])
                 .replace("{{PORT}}", doc["placeholders"]["PORT"]))
-        tokens.extend(item.split(" ", 1))
+        tokens.extend(shlex.split(item))
     nodes = upstream_nodes(cell["match"]["nodes"])
     if nodes > 1:
         for anchor in ("--enable-dp-attention", "--dp", "--tp", "--model-path"):
@@ -64,6 +105,20 @@ def upstream_tokens(cell: dict[str, Any], doc: dict[str, Any], rank: int = 0, he
                 tokens[at:at] = ["--nnodes", str(nodes), "--node-rank", str(rank), "--dist-init-addr", f"{head}:20000"]
                 break
     return tokens
+
+
+def cookbook_alone(cell: dict[str, Any]) -> dict[str, Any]:
+    """The knobs that render a cell as the cookbook writes it: metrics off (ours), and parsers on only where the
+    cell itself names them (Qwen3.8-27B's do; GLM-5.3's and DeepSeek-V4's take them from the parser card)."""
+    names = any(item.split()[0] in ("--reasoning-parser", "--tool-call-parser") for item in cell["flags"])
+    return {"parsers": names, "metrics": False}
+
+
+def model_path_first(tokens: list[str]) -> list[str]:
+    """The same command with `--model-path X` moved to the front, where the engine writes it for every model (the
+    GLM-5.3 page puts it first; DeepSeek-V4 and Qwen3.8 put --trust-remote-code before it)."""
+    i = tokens.index("--model-path")
+    return tokens[i:i + 2] + tokens[:i] + tokens[i + 2:]
 
 
 FIXTURES = ROOT / "tests" / "fixtures"

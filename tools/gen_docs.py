@@ -26,16 +26,22 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog i
 STRATEGIES = ("low-latency", "balanced", "high-throughput")
 
 
+A2A_NAMES = {"deepep": "DeepEP", "megamoe": "MegaMoE"}
+
+
 def describe(cell: Cell) -> str:
     f = dict(cell.flags)
     parts = [f"TP{f.get('--tp-size', 1)}"]
     if "--enable-dp-attention" in f:
         parts[0] += f" DP{f['--dp-size']}"
-    if f.get("--moe-a2a-backend") == "deepep":
-        parts.append("DeepEP")
-    if "--speculative-algorithm" in f:
+    if f.get("--moe-a2a-backend"):
+        parts.append(A2A_NAMES.get(str(f["--moe-a2a-backend"]), str(f["--moe-a2a-backend"])))
+    algorithm = f.get("--speculative-algorithm")
+    if algorithm == "EAGLE" and "--speculative-num-steps" in f:
         parts.append(f"MTP {f['--speculative-num-steps']}-{f['--speculative-eagle-topk']}-"
                      f"{f['--speculative-num-draft-tokens']}")
+    elif algorithm:
+        parts.append(str(algorithm))
     badge = "verified" if cell.verified else "**unverified**"
     return f"{' · '.join(parts)} ({badge})"
 
@@ -44,9 +50,17 @@ def _revisions_line(model: Any) -> str:
     if not model.revisions:
         return ""
     older = ", ".join(f"`{r.id}` ({len(r.cells)} cells)" for r in model.revisions[1:])
-    return (f"Cookbook revision `{model.revision}` (newest shipped, the default)"
+    return (f"{model.display_name}: cookbook revision `{model.revision}` (newest shipped, the default)"
             + (f"; `sglang_cookbook_revision` selects an older one: {older}" if older else "")
             + ". [docs/recipes.md](docs/recipes.md) shows them side by side.\n\n")
+
+
+def _overrides(checkpoint: dict[str, Any]) -> str:
+    """` (on h200, mi355x: `other/id`)` for the GPUs that run another checkpoint of the precision."""
+    by_id: dict[str, list[str]] = {}
+    for gpu, other in (checkpoint.get("gpus") or {}).items():
+        by_id.setdefault(other["id"], []).append(gpu)
+    return "".join(f" (on {', '.join(gpus)}: `{ref}`)" for ref, gpus in by_id.items())
 
 
 def recipe_matrix() -> str:
@@ -54,8 +68,8 @@ def recipe_matrix() -> str:
     out = []
     for model in catalog.models.values():
         out.append(_revisions_line(model)
-                   + f"**{model.display_name}** ({len(model.cells)} cells; checkpoints: "
-                   + ", ".join(f"{q} `{c['id']}`" for q, c in model.checkpoints.items()) + ")")
+                   + f"**{model.display_name}** (`sglang_model: {model.id}`; {len(model.cells)} cells; checkpoints: "
+                   + ", ".join(f"{q} `{c['id']}`" + _overrides(c) for q, c in model.checkpoints.items()) + ")")
         out.append("")
         out.append("| GPU | Precision | Nodes | " + " | ".join(STRATEGIES) + " |")
         out.append("| --- | --- | --- | " + " | ".join("---" for _strategy in STRATEGIES) + " |")
@@ -175,6 +189,7 @@ def recipe_commands() -> str:
                            f"| [{str(bench.get('commit', ''))[:8]}]({bench.get('source', '')}) | {len(rev.cells)} |")
             out.append("")
         columns = [f"`{r.id}`" for r in revisions] or ["site"]
+        load = (yaml_doc(model.id, revisions[0].id) if revisions else {}).get("workload") or {}
         keys = [c.key for c in (revisions[0].cells if revisions else model.cells)]
         for rev in revisions[1:]:  # a cell only an older page has goes after its neighbour there
             before = None
@@ -205,7 +220,8 @@ def recipe_commands() -> str:
                 ("Badge", [absent if c is None else "verified" if c.verified else "**unverified**" for c in cells]),
                 ("SGLang, image", [f"{r['sglang_version']}, `{r['image']}`" if r else "-" for r in recs]),
                 ("Per node", [_per_node(r, nodes) for r in recs]),
-                ("Published (ISL 8192 / OSL 1024)", [_published(model.id, c) if c else "-" for c in cells]),
+                (f"Published (ISL {load.get('isl')} / OSL {load.get('osl')})",
+                 [_published(model.id, c) if c else "-" for c in cells]),
             ]
             if len(cells) > 1:
                 changes = [_change(revisions, rev, cell, cells[0]) for rev, cell in zip(revisions[1:], cells[1:])]

@@ -5,6 +5,7 @@
 cookbook's published numbers (data/models/<model>/cookbook/<revision>/benchmarks.yml) and write the report and plot."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.metalserve.sglang.plugins.modules.bench_report import ARGUMENT_SPEC
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as br
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.sizing.capacity import measured_run
 
 
 class ActionModule(ActionBase):
@@ -34,13 +36,19 @@ class ActionModule(ActionBase):
         pub = br.published(p["model"], p["cell"])
         rows = br.compare(runs, pub["entry"], gpus)
         out = Path(p["out_dir"])
-        report, image = out / f"{p['host']}.md", out / f"{p['host']}.png"
-        text = br.markdown(p["host"], p["model"], p["cell"], gpus, rows, pub, p["sglang"] or "", p["note"] or "")
+        report, image, data = out / f"{p['host']}.md", out / f"{p['host']}.png", out / f"{p['host']}.json"
+        text = br.markdown(p["host"], p["model"], p["cell"], gpus, rows, pub, str(p.get("sglang") or ""),
+                           str(p.get("note") or ""))
+        # what playbooks/size.yml sizes beside the published numbers (median TTFT/TPOT, tokens/s per GPU)
+        shape = [int(p[k]) if p.get(k) not in (None, "") else None for k in ("isl", "osl")]
+        points = json.dumps(measured_run(p["host"], p["model"], p["cell"], gpus, runs, str(p.get("sglang") or ""),
+                                         *shape), indent=2, sort_keys=True) + "\n"
         changed, plotted = False, ""
         if not self._task.check_mode:
             out.mkdir(parents=True, exist_ok=True)
             changed = not report.exists() or report.read_text(encoding="utf-8") != text
             report.write_text(text, encoding="utf-8")
+            data.write_text(points, encoding="utf-8")
             cell = p["cell"]
             if br.plot(rows, f"{p['model']} {cell['gpu']}/{cell['quant']}/{cell['strategy']} on {p['host']}", image):
                 plotted = str(image)

@@ -17,6 +17,9 @@ description:
     C(<out_dir>/<host>.png) (tokens/s per GPU and TPOT against concurrency; only when matplotlib is installed).
   - Published tokens/s per GPU is total (input plus output) throughput over the cell's GPUs, so ours is
     bench_serving's C(total_throughput) divided by the GPUs of the instance.
+  - Also writes C(<out_dir>/<host>.json), the run in the form playbooks/size.yml reads (per concurrency the median
+    TTFT and TPOT and the tokens/s per GPU, with the cell, the GPUs and the workload), so the site's measured
+    points are sized beside the published ones.
   - An action plugin - it runs on the controller and reads files there; in check mode it computes and writes nothing.
 options:
   results:
@@ -34,6 +37,8 @@ options:
   gpus: {description: GPUs of the instance., type: int, required: true}
   sglang: {description: SGLang release that ran., type: str, default: ""}
   note: {description: A line added under the heading (e.g. that the endpoint was a test double)., type: str, default: ""}
+  isl: {description: Input tokens per request of the run (--random-input-len)., type: int}
+  osl: {description: Output tokens per request of the run (--random-output-len)., type: int}
   out_dir: {description: Folder of the report., type: path, required: true}
 extends_documentation_fragment:
   - metalserve.sglang.attributes.controller
@@ -83,6 +88,8 @@ ARGUMENT_SPEC = {"results": {"type": "path", "required": True},
                  "gpus": {"type": "int", "required": True},
                  "sglang": {"type": "str", "default": ""},
                  "note": {"type": "str", "default": ""},
+                 "isl": {"type": "int"},
+                 "osl": {"type": "int"},
                  "out_dir": {"type": "path", "required": True}}
 
 

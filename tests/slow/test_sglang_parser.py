@@ -1,12 +1,14 @@
 """SGLang's own parsers accept every command we render, and read it as the cookbook's command.
 
-Every cell of every shipped cookbook revision is parsed by the release that runs it: the release inside its
-image (the ROCm images: 0.5.13.post1) or the pinned 0.5.23 (NVIDIA's floating image, uv installs). Knob
-combinations and the bad-input cases are parsed by 0.5.23.
+Every cell of every shipped cookbook revision of every model (GLM-5.3, DeepSeek-V4-Pro, Qwen3.8-27B) is parsed
+by the release that runs it: the release inside its image (GLM-5.3's ROCm images: 0.5.13.post1; DeepSeek-V4-Pro's:
+0.5.18) or the pinned 0.5.23 (NVIDIA's floating images, uv installs). Knob combinations and the bad-input cases
+are parsed by 0.5.23.
 
 Needs the parser venvs (tests/slow/sglang_parser_venv.sh, cached); `make slow` builds them and passes their
 pythons in SGLANG_PARSER_PYTHON (0.5.23) and SGLANG_PARSER_PYTHON_<release with _ for .> (the others, e.g.
-SGLANG_PARSER_PYTHON_0_5_13_POST1). Everything one release parses goes through one subprocess.
+SGLANG_PARSER_PYTHON_0_5_13_POST1, SGLANG_PARSER_PYTHON_0_5_18). Everything one release parses goes through one
+subprocess.
 """
 from __future__ import annotations
 
@@ -23,13 +25,24 @@ import yaml
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan
-from ansible_collections.metalserve.sglang.tests.helpers import REVISIONS, ROOT, selection_of, upstream, upstream_nodes, upstream_tokens
+from ansible_collections.metalserve.sglang.tests.helpers import (
+    PAGE_MODELS,
+    cookbook_alone,
+    ROOT,
+    revisions,
+    selection_of,
+    upstream,
+    upstream_nodes,
+    upstream_tokens,
+)
 
 pytestmark = pytest.mark.slow
 PARSER_PY = os.environ.get("SGLANG_PARSER_PYTHON", "")
 PINNED = recipe_engine.load_catalog().versions["pinned"]
-DOCS = {rev: upstream(rev) for rev in REVISIONS}
-CELLS = [(rev, cell) for rev in REVISIONS for cell in DOCS[rev]["cells"]]
+DOCS = {(model, rev): upstream(rev, model) for model in PAGE_MODELS for rev in revisions(model)}
+CELLS = [(model, rev, cell) for (model, rev), doc in DOCS.items() for cell in doc["cells"]]
+#: the releases inside the cookbook images (tests/slow builds a parser venv for each)
+IMAGE_RELEASES = {"0.5.23", "0.5.18", "0.5.13.post1"}
 BAD_INPUTS = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text())["parser"]
 HELPER = Path(__file__).with_name("parse_with_sglang.py")
 # 0.5.23 rejects the cookbook's --cuda-graph-max-bs as ambiguous; everything else upstream is taken as written
@@ -61,13 +74,26 @@ KNOB_COMBOS: dict[str, dict[str, Any]] = {
     "amd-uv-hicache": {**MI355_UV, "hicache": {}, "moe_a2a": "deepep"},
     "amd-uv-cuda-graph": {**MI355_UV, "extra_args": {"--cuda-graph-max-bs": 64}},
     "tp16-dp-attention": {"gpu": "b200", "quant": "bf16", "strategy": "balanced", "nodes": 2, "dp_attention": 8},
+    "dsv4-ngram": {"model": "deepseek-v4-pro", "gpu": "b200", "strategy": "low-latency", "speculative": "ngram"},
+    "dsv4-cp": {"model": "deepseek-v4-pro", "gpu": "b200", "strategy": "low-latency", "context_parallel": {"size": 8}},
+    "dsv4-h200-fp8-tp16": {"model": "deepseek-v4-pro", "gpu": "h200", "quant": "fp8", "strategy": "balanced",
+                           "nodes": 2, "speculative": "mtp-314"},
+    "qwen-dspark": {"model": "qwen3.8-27b", "gpu": "gb300", "strategy": "balanced", "speculative": "dspark",
+                    "draft_model_path": "/models/dspark"},
+    "qwen-mtp-h200": {"model": "qwen3.8-27b", "gpu": "h200", "quant": "bf16", "speculative": "mtp"},
 }
 
 
-def cell_id(case: tuple[str, dict]) -> str:
-    rev, cell = case
+def cell_id(case: tuple[str, str, dict]) -> str:
+    model, rev, cell = case
     m = cell["match"]
-    return f"{rev}-{m['hw']}-{m['quant']}-{m['strategy']}-{m['nodes']}"
+    return f"{model}-{rev}-{m['hw']}-{m['quant']}-{m['strategy']}-{m['nodes']}"
+
+
+def page_parsers(model: str, rev: str) -> dict[str, str]:
+    """{dest: parser} of the page's parser card (playgroundFeatures.parsers)."""
+    items = DOCS[(model, rev)]["config"]["playgroundFeatures"]["parsers"]["items"]
+    return {item["flag"].split()[0][2:].replace("-", "_"): item["flag"].split()[1] for item in items}
 
 
 def parser_python(release: str) -> str:
@@ -93,18 +119,19 @@ def runs() -> dict[str, Any]:
     if not PARSER_PY:
         pytest.skip("SGLANG_PARSER_PYTHON is not set (make slow sets it)")
     by_release: dict[str, dict[str, list[str]]] = {}
-    for rev, cell in CELLS:
+    for model, rev, cell in CELLS:
         nodes = upstream_nodes(cell["match"]["nodes"])
-        release = recipe_engine.recipe(selection_of(cell, cookbook_revision=rev))["sglang_version"]
+        release = recipe_engine.recipe(selection_of(cell, model=model, cookbook_revision=rev))["sglang_version"]
         batch = by_release.setdefault(release, {})
         for rank in range(nodes):
             head = "10.0.0.1" if nodes > 1 else None
-            key = f"{cell_id((rev, cell))}#{rank}"
-            batch[f"default:{key}"] = recipe_engine.serve_args(selection_of(cell, cookbook_revision=rev), rank, head)
-            # parsers and metrics are our knobs on top of the cell: off, to compare with the cookbook alone
-            plain = selection_of(cell, cookbook_revision=rev, parsers=False, metrics=False)
+            key = f"{cell_id((model, rev, cell))}#{rank}"
+            batch[f"default:{key}"] = recipe_engine.serve_args(selection_of(cell, model=model, cookbook_revision=rev),
+                                                               rank, head)
+            # parsers and metrics are our knobs on top of the cell: as the cookbook alone has them
+            plain = selection_of(cell, model=model, cookbook_revision=rev, **cookbook_alone(cell))
             batch[f"plain:{key}"] = recipe_engine.serve_args(plain, rank, head)
-            theirs = upstream_tokens(cell, DOCS[rev], rank, "10.0.0.1")
+            theirs = upstream_tokens(cell, DOCS[(model, rev)], rank, "10.0.0.1")
             batch[f"upstream:{key}"] = [UPSTREAM_FOR_0523.get(t, t) for t in theirs] if release == PINNED else theirs
     missing = sorted(r for r in by_release if not parser_python(r))
     assert not missing, (f"no parser venv for SGLang {', '.join(missing)}: make slow builds one per release "
@@ -124,16 +151,17 @@ def parsed() -> dict[str, Any]:
     if not PARSER_PY:
         pytest.skip("SGLANG_PARSER_PYTHON is not set (make test sets it)")
     serve: dict[str, list[str]] = {}
-    for rev, cell in CELLS:
+    for model, rev, cell in CELLS:
         nodes = upstream_nodes(cell["match"]["nodes"])
         for rank in range(nodes):
             head = "10.0.0.1" if nodes > 1 else None
-            # AMD cells default to their image's 0.5.13.post1; here we ask for 0.5.23 (a uv install)
-            uv = {"sglang_version": "0.5.23", "install_method": "uv", "cookbook_revision": rev}
-            ours_plain = recipe_engine.serve_args(selection_of(cell, parsers=False, metrics=False, **uv), rank, head)
+            # AMD cells default to their image's release; here we ask for 0.5.23 (a uv install)
+            uv = {"model": model, "sglang_version": "0.5.23", "install_method": "uv", "cookbook_revision": rev}
+            ours_plain = recipe_engine.serve_args(selection_of(cell, **cookbook_alone(cell), **uv), rank, head)
             ours_default = recipe_engine.serve_args(selection_of(cell, **uv), rank, head)
-            theirs = [UPSTREAM_FOR_0523.get(t, t) for t in upstream_tokens(cell, DOCS[rev], rank, "10.0.0.1")]
-            key = f"{cell_id((rev, cell))}#{rank}"
+            theirs = [UPSTREAM_FOR_0523.get(t, t)
+                      for t in upstream_tokens(cell, DOCS[(model, rev)], rank, "10.0.0.1")]
+            key = f"{cell_id((model, rev, cell))}#{rank}"
             serve[f"ours:{key}"], serve[f"default:{key}"], serve[f"upstream:{key}"] = ours_plain, ours_default, theirs
     for name, selection in KNOB_COMBOS.items():
         nodes = selection.get("nodes", 1)
@@ -185,8 +213,9 @@ def test_the_parser_is_strict_enough_to_fail(parsed: dict) -> None:
 
 
 @pytest.mark.parametrize("case", CELLS, ids=cell_id)
-def test_ours_means_what_the_cookbook_means(parsed: dict, case: tuple[str, dict]) -> None:
-    rev, cell = case
+def test_ours_means_what_the_cookbook_means(parsed: dict, case: tuple[str, str, dict]) -> None:
+    model, rev, cell = case
+    parsers = page_parsers(model, rev)
     for rank in range(upstream_nodes(cell["match"]["nodes"])):
         key = f"{cell_id(case)}#{rank}"
         theirs, ours = parsed["serve"][f"upstream:{key}"], parsed["serve"][f"ours:{key}"]
@@ -194,9 +223,10 @@ def test_ours_means_what_the_cookbook_means(parsed: dict, case: tuple[str, dict]
         assert ours["ns"] == theirs["ns"]
         default = parsed["serve"][f"default:{key}"]["ns"]
         changed = {k for k in default if default[k] != theirs["ns"][k]}
-        # our knobs on top of the cell, and nothing else: the GLM parsers and Prometheus metrics (sglang_metrics)
-        assert changed == {"reasoning_parser", "tool_call_parser", "enable_metrics"}
-        assert (default["reasoning_parser"], default["tool_call_parser"]) == ("glm45", "glm47")
+        # our knobs on top of the cell, and nothing else: the page's parsers (its parser card; a cell that names
+        # them already is unchanged) and Prometheus metrics (sglang_metrics)
+        assert changed == {"enable_metrics"} | {k for k, v in parsers.items() if theirs["ns"][k] != v}
+        assert {k: default[k] for k in parsers} == parsers
         assert default["enable_metrics"] is True
 
 
@@ -204,7 +234,7 @@ def test_each_cell_parses_under_the_release_that_runs_it(runs: dict) -> None:
     """The default render of every cell of every shipped revision (docker, the cookbook image) is accepted by
     the parser of the release inside that image, and means what the cookbook's command means to it."""
     assert runs["versions"] == {r: r for r in runs["versions"]}  # each venv holds the release it is named for
-    assert set(runs["versions"]) == {"0.5.23", "0.5.13.post1"}
+    assert set(runs["versions"]) == IMAGE_RELEASES
     failures = {k: v["error"] for k, v in runs["serve"].items() if k.startswith(("default:", "plain:")) and not v["ok"]}
     assert not failures
     for key, result in runs["serve"].items():
@@ -214,10 +244,12 @@ def test_each_cell_parses_under_the_release_that_runs_it(runs: dict) -> None:
         assert theirs["ok"], (key, theirs["error"])
         assert result["ns"] == theirs["ns"], key
     amd = [k for k, r in runs["release_of"].items() if r == "0.5.13.post1" and k.startswith("default:")]
-    assert amd and all("-mi3" in k for k in amd)
+    assert amd and all(k.startswith("default:glm-5.3-") and "-mi3" in k for k in amd)
+    dsv4_amd = [k for k, r in runs["release_of"].items() if r == "0.5.18" and k.startswith("default:")]
+    assert dsv4_amd and all(k.startswith("default:deepseek-v4-pro-") and "-mi355x-" in k for k in dsv4_amd)
     print(f"\n{sum(1 for k in runs['serve'] if k.startswith(('default:', 'plain:')))} default renders of "
-          f"{len(CELLS)} cells ({', '.join(REVISIONS)}) accepted by the parser of the release that runs each: "
-          f"{', '.join(sorted(runs['versions']))}")
+          f"{len(CELLS)} cells ({', '.join(f'{m} {r}' for m, r in DOCS)}) accepted by the parser of the release "
+          f"that runs each: {', '.join(sorted(runs['versions']))}")
 
 
 def test_0_5_13_post1_rejects_the_new_spelling_we_translate_away(runs: dict) -> None:
@@ -256,6 +288,15 @@ def test_knobs_mean_what_they_say(parsed: dict) -> None:
     assert ns["amd-uv-cuda-graph"]["cuda_graph_max_bs_decode"] == 64
     assert (ns["tp16-dp-attention"]["nnodes"], ns["tp16-dp-attention"]["node_rank"]) == (2, 1)
     assert ns["tp16-dp-attention"]["dist_init_addr"] == "10.0.0.1:20000"
+    assert (ns["dsv4-ngram"]["speculative_algorithm"], ns["dsv4-ngram"]["speculative_num_draft_tokens"]) == ("NGRAM", 16)
+    assert ns["dsv4-ngram"]["speculative_ngram_max_bfs_breadth"] == 10
+    assert (ns["dsv4-cp"]["attn_cp_size"], ns["dsv4-cp"]["cp_strategy"]) == (8, "interleave")
+    tp16 = ns["dsv4-h200-fp8-tp16"]
+    assert (tp16["tp_size"], tp16["dp_size"], tp16["nnodes"], tp16["speculative_num_steps"]) == (16, 16, 2, 3)
+    assert tp16["model_path"] == "sgl-project/DeepSeek-V4-Pro-FP8" and tp16["trust_remote_code"] is True
+    assert ns["qwen-dspark"]["speculative_draft_model_path"] == "/models/dspark"
+    assert ns["qwen-dspark"]["speculative_algorithm"] == "DSPARK" and ns["qwen-dspark"]["tool_call_parser"] == "qwen3_coder"
+    assert (ns["qwen-mtp-h200"]["speculative_num_draft_tokens"], ns["qwen-mtp-h200"]["tp_size"]) == (4, 1)
 
 
 def test_router_commands_parse(parsed: dict) -> None:
@@ -268,7 +309,7 @@ def test_router_commands_parse(parsed: dict) -> None:
     assert plain["ns"]["worker_urls"] == ["http://a:30000", "http://b:30000"]
 
 
-@pytest.mark.parametrize("release", ["0.5.23", "0.5.13.post1"])
+@pytest.mark.parametrize("release", sorted(IMAGE_RELEASES))
 def test_committed_flag_table_is_what_the_parser_accepts(release: str) -> None:
     if not PARSER_PY:
         pytest.skip("SGLANG_PARSER_PYTHON is not set")

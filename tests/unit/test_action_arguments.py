@@ -27,7 +27,8 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "acceptance": {"plans": {}}, "bench_report": {"results": "r.jsonl", "host": "h", "model": "glm-5.3",
                                                   "cell": {}, "gpus": 8, "out_dir": "out"},
     "check_variables": {"roles": ["preflight"]}, "gpu_facts": {}, "plan": {}, "preflight": {"plans": {}},
-    "render_plan": {"dest": "rendered"}, "weights_wait": {"jid": "1"},
+    "render_plan": {"dest": "rendered"}, "size_report": {"result": {"rows": []}, "dest": "rendered"},
+    "weights_wait": {"jid": "1"},
 }
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     **{f"{name}-unknown": (name, {**MINIMAL[name], "bogus": 1}) for name in ACTIONS},
@@ -36,6 +37,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "check_variables-missing": ("check_variables", {"hosts": ["localhost"]}),
     "preflight-missing": ("preflight", {"fail": False}),
     "render_plan-missing": ("render_plan", {"plans": {}}),
+    "size_report-missing": ("size_report", {"dest": "rendered"}),
     "weights_wait-missing": ("weights_wait", {"poll": 5}),
     "acceptance-type": ("acceptance", {"plans": {}, "enforce": "perhaps"}),
     "bench_report-type": ("bench_report", {**MINIMAL["bench_report"], "gpus": "eight"}),

@@ -1,8 +1,8 @@
-"""Cookbook revisions: each shipped revision is the import of its unedited upstream files, the seed is
-revision 03d5035a, a host selects one with sglang_cookbook_revision, and a host on an older revision is
+"""Cookbook revisions: each shipped revision of each model is the import of its unedited upstream files, the seed
+is GLM-5.3 revision 03d5035a, a host selects one with sglang_cookbook_revision, and a host on an older revision is
 told what the newest page does differently.
 
-Expectations come from outside our code: the upstream files (tests/fixtures/upstream/<revision>/), the
+Expectations come from outside our code: the upstream files (tests/fixtures/upstream/<page>/<revision>/), the
 lengths the search index reports for them, the seed as first transcribed (glm-5.3-cookbook-cells.yaml),
 and the changes between the two revisions as read on the page (reference/vendor-facts.md, section C.2).
 """
@@ -16,11 +16,24 @@ import yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as br
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.tests.helpers import REVISIONS, ROOT, UPSTREAM_DIR, importer, upstream, upstream_nodes
+from ansible_collections.metalserve.sglang.tests.helpers import (
+    PAGE_MODELS,
+    REVISIONS,
+    ROOT,
+    UPSTREAM_DIR,
+    fixture_dir,
+    importer,
+    model_doc,
+    page_of,
+    revisions,
+    upstream,
+    upstream_nodes,
+)
 
 DATA = ROOT / "data" / "models" / "glm-5.3" / "cookbook"
 NEWEST, SEED_REVISION = "8e04be51", "03d5035a"
 IMPORT = importer()
+MODEL_REVISIONS = [(model, rev) for model in PAGE_MODELS for rev in revisions(model)]
 
 
 def key(cell: dict) -> tuple:
@@ -28,28 +41,77 @@ def key(cell: dict) -> tuple:
     return (m["hw"], m["quant"], m["strategy"], upstream_nodes(m["nodes"]))
 
 
-def test_shipped_revisions_are_the_fixtures_newest_first() -> None:
+def test_every_page_model_is_shipped() -> None:
+    assert PAGE_MODELS == ["deepseek-v4-pro", "glm-5.3", "qwen3.8-27b"]
     assert REVISIONS == [NEWEST, SEED_REVISION]
-    assert sorted(p.parent.name for p in UPSTREAM_DIR.glob("*/source.yml")) == sorted(REVISIONS)
-    assert sorted(p.name for p in DATA.iterdir()) == sorted(REVISIONS)
 
 
-@pytest.mark.parametrize("rev", REVISIONS)
-def test_fixtures_are_the_files_the_index_holds(rev: str) -> None:
+@pytest.mark.parametrize("model", PAGE_MODELS)
+def test_shipped_revisions_are_the_fixtures_newest_first(model: str) -> None:
+    page = UPSTREAM_DIR / page_of(model)[0]
+    assert sorted(p.parent.name for p in page.glob("*/source.yml")) == sorted(revisions(model))
+    assert sorted(p.name for p in (ROOT / "data" / "models" / model / "cookbook").iterdir()) == sorted(revisions(model))
+
+
+@pytest.mark.parametrize("model,rev", MODEL_REVISIONS)
+def test_fixtures_are_the_files_the_index_holds(model: str, rev: str) -> None:
     """Unedited: each file has the length the search index reports for that path at that commit."""
-    source = yaml.safe_load((UPSTREAM_DIR / rev / "source.yml").read_text())
-    assert len((UPSTREAM_DIR / rev / "glm-5.3.jsx").read_text(encoding="utf-8")) == source["config_chars"]
-    assert len((UPSTREAM_DIR / rev / "glm-5.3-benchmarks.jsx").read_text(encoding="utf-8")) == source["benchmarks_chars"]
+    fixture = fixture_dir(model, rev)
+    source = yaml.safe_load((fixture / "source.yml").read_text())
+    assert len((fixture / source["config_file"]).read_text(encoding="utf-8")) == source["config_chars"]
+    assert len((fixture / source["benchmarks_file"]).read_text(encoding="utf-8")) == source["benchmarks_chars"]
     assert source["config_commit"].startswith(rev)
+    assert sorted(p.name for p in fixture.iterdir()) == sorted([source["config_file"], source["benchmarks_file"],
+                                                               "source.yml"])
 
 
-@pytest.mark.parametrize("rev", REVISIONS)
-def test_import_of_the_fixture_reproduces_data(rev: str) -> None:
-    files = IMPORT.import_revision(UPSTREAM_DIR / rev, IMPORT.aliases_of(ROOT))
-    assert sorted(files) == sorted(p.name for p in (DATA / rev).iterdir())
+@pytest.mark.parametrize("model,rev", MODEL_REVISIONS)
+def test_import_of_the_fixture_reproduces_data(model: str, rev: str) -> None:
+    files = IMPORT.import_model_revision(model, rev, ROOT)
+    data = ROOT / "data" / "models" / model / "cookbook" / rev
+    assert sorted(files) == sorted(p.name for p in data.iterdir())
     for name, text in files.items():
-        assert (DATA / rev / name).read_text(encoding="utf-8") == text, \
-            f"data/models/glm-5.3/cookbook/{rev}/{name} is not the import of its fixture: rerun tools/import_cookbook_cells.py"
+        assert (data / name).read_text(encoding="utf-8") == text, \
+            f"data/models/{model}/cookbook/{rev}/{name} is not the import of its fixture: rerun tools/import_cookbook_cells.py"
+
+
+@pytest.mark.parametrize("model,rev", MODEL_REVISIONS)
+def test_every_cell_of_the_variant_on_a_known_gpu_is_imported(model: str, rev: str) -> None:
+    """The page's cells of the model's variant on the GPUs data/gpus.yml describes, and no other, in page order."""
+    doc = upstream(rev, model)
+    cells = yaml.safe_load((ROOT / "data" / "models" / model / "cookbook" / rev / "cells.yml").read_text())["cells"]
+    assert [(c["gpu"], c["quant"], c["strategy"], c["nodes"]) for c in cells] == [key(c) for c in doc["cells"]]
+    assert doc["cells"], f"{model} {rev}: no cell imported"
+
+
+@pytest.mark.parametrize("model,rev", MODEL_REVISIONS)
+def test_checkpoints_of_the_model_are_the_pages(model: str, rev: str) -> None:
+    """model.yml (what the engine reads) names the page's checkpoint for every precision and GPU of the revision."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import checkpoint_of, load_catalog
+    from ansible_collections.metalserve.sglang.tests.helpers import checkpoint_name
+    catalog_model = load_catalog().models[model]
+    doc = upstream(rev, model)
+    for cell in doc["cells"]:
+        m = cell["match"]
+        assert checkpoint_of(catalog_model, m["hw"], m["quant"])["id"] == checkpoint_name(cell, doc), m
+
+
+@pytest.mark.parametrize("model", PAGE_MODELS)
+def test_parsers_and_speculative_presets_are_the_pages(model: str) -> None:
+    """The parsers are the page's parser card; a preset named like an option of the page's speculative card
+    carries exactly that option's flags (newest revision)."""
+    config = upstream(revisions(model)[0], model)["config"]
+    card = {item["id"]: item["flag"].split(" ", 1) for item in config["playgroundFeatures"]["parsers"]["items"]}
+    parsers = model_doc(model)["parsers"]
+    assert card == {"reasoning": ["--reasoning-parser", parsers["reasoning"]],
+                    "toolCall": ["--tool-call-parser", parsers["tool_call"]]}
+    options = {o["id"]: o for o in config["playgroundFeatures"]["speculative"]["options"]}
+    presets = model_doc(model)["speculative_presets"]
+    shared = sorted(set(options) & set(presets))
+    assert shared, f"{model}: no preset is named after an option of the page"
+    for name in shared:
+        theirs = [f.split(" ", 1) for f in options[name]["flags"]]
+        assert [[k, str(v)] for k, v in presets[name]["flags"].items()] == theirs, name
 
 
 def test_the_seed_is_revision_03d5035a() -> None:
@@ -63,15 +125,36 @@ def test_the_seed_is_revision_03d5035a() -> None:
     assert seed["model_names"] == upstream(SEED_REVISION)["model_names"]
 
 
-def test_the_reader_refuses_what_is_not_a_literal() -> None:
-    with pytest.raises(IMPORT.JsLiteralError, match="unexpected character '\\(' at offset 28"):
-        IMPORT.read_js_export("export const config = { a: f(1) };", "config")
-    with pytest.raises(IMPORT.JsLiteralError, match="unexpected 'f' at offset 27: only literals are read"):
-        IMPORT.read_js_export("export const config = { a: f };", "config")
-    with pytest.raises(IMPORT.JsLiteralError, match="substitution"):
-        IMPORT.read_js_export("export const config = { a: `x ${y}` };", "config")
-    assert IMPORT.read_js_export("// c\nexport const b = [{ x: 14.20, 'k': `a\\\\\nb`, n: null, },];", "b") == \
+def test_the_reader_keeps_callbacks_opaque_and_refuses_them_where_it_reads() -> None:
+    read = IMPORT.read_js_export
+    config = read("export const config = { a: f(1), b: (s) => s.x / 2, get c() { return 1 }, d(s) { return s }, "
+                  "e: \"x\" + \"y\", r: (s) => s.split(/[\\s=,]/)[0], t: `x ${y}`, n: [1, 2] };", "config")
+    assert config == {"a": "f(1)", "b": "(s) => s.x / 2", "c": "() { return 1 }", "d": "(s) { return s }",
+                      "e": '"x" + "y"', "r": "(s) => s.split(/[\\s=,]/)[0]", "t": "`x ${y}`", "n": [1, 2]}
+    assert all(isinstance(config[k], IMPORT.Opaque) for k in "abcdert") and not isinstance(config["n"], IMPORT.Opaque)
+    with pytest.raises(IMPORT.JsLiteralError, match=r"cells\[0\]\.verified: the page computes this value"):
+        IMPORT.literal({"verified": config["b"]}, "cells[0]")
+    with pytest.raises(IMPORT.JsLiteralError, match="`export const config` is not a literal"):
+        read("export const config = make();", "config")
+    with pytest.raises(IMPORT.JsLiteralError, match="unexpected character '#' at offset 24"):
+        read("export const config = { #a: 1 };", "config")
+    assert read("// c\nexport const b = [{ x: 14.20, 'k': `a\\\\\nb`, n: null, },];", "b") == \
         [{"x": IMPORT.Decimal("14.20"), "k": "a\\\nb", "n": None}]
+
+
+def test_a_cell_value_is_read_as_the_shell_reads_it() -> None:
+    """--deepep-config '{"a":1}' on the page is the JSON text without the quotes once pasted into a shell."""
+    cell = {"match": {"hw": "b300", "quant": "fp4", "strategy": "balanced", "nodes": "single"}, "verified": True,
+            "flags": ["--trust-remote-code", "--model-path {{MODEL_NAME}}", "--tp 8",
+                      "--deepep-config '{\"normal_dispatch\":{\"num_sms\":96}}'", "--host {{HOST_IP}}", "--port {{PORT}}"]}
+    assert IMPORT.convert_cell(cell, {"--tp": "--tp-size"})["flags"] == {
+        "--trust-remote-code": True, "--tp-size": 8, "--deepep-config": '{"normal_dispatch":{"num_sms":96}}'}
+    cell["flags"][3] = "--deepep-config two words"
+    with pytest.raises(ValueError, match="is 2 shell words; expected one"):
+        IMPORT.convert_cell(cell, {})
+    cell["verificationStatus"] = "in-progress"
+    cell["flags"][3] = "--deepep-config x"
+    assert IMPORT.convert_cell(cell, {})["verified"] is False
 
 
 # --- the changes between the revisions, as upstream made them (vendor-facts C.2) ---------------------
@@ -193,12 +276,14 @@ def test_the_benchmark_filter_passes_the_revision() -> None:
         [{"concurrency": 64, "prompts": 128}, {"concurrency": 256, "prompts": 512}]
 
 
-def test_data_files_cite_their_upstream_commit() -> None:
-    for rev in REVISIONS:
-        source = yaml.safe_load((UPSTREAM_DIR / rev / "source.yml").read_text())
-        cells = yaml.safe_load((DATA / rev / "cells.yml").read_text())
-        bench = yaml.safe_load((DATA / rev / "benchmarks.yml").read_text())
-        assert (cells["revision"], cells["commit"]) == (rev, source["config_commit"])
-        assert (bench["revision"], bench["commit"]) == (rev, source["benchmarks_commit"])
-        assert cells["source"].endswith(f"/blob/{source['config_commit']}/docs/src/snippets/configs/zai-org/glm-5.3.jsx")
-        assert Path(cells["source"]).name == "glm-5.3.jsx"
+@pytest.mark.parametrize("model,rev", MODEL_REVISIONS)
+def test_data_files_cite_their_upstream_commit(model: str, rev: str) -> None:
+    source = yaml.safe_load((fixture_dir(model, rev) / "source.yml").read_text())
+    data = ROOT / "data" / "models" / model / "cookbook" / rev
+    cells = yaml.safe_load((data / "cells.yml").read_text())
+    bench = yaml.safe_load((data / "benchmarks.yml").read_text())
+    assert (cells["revision"], cells["commit"]) == (rev, source["config_commit"])
+    assert (bench["revision"], bench["commit"]) == (rev, source["benchmarks_commit"])
+    assert cells["source"].endswith(f"/blob/{source['config_commit']}/{source['path']}{source['config_file']}")
+    assert Path(cells["source"]).name == source["config_file"]
+    assert source["path"].startswith("docs/src/snippets/configs/")

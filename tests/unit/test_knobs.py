@@ -96,7 +96,8 @@ def test_mtp_and_dflash_refused_on_amd(preset: str) -> None:
 
 
 def test_unknown_preset_and_stray_draft_path() -> None:
-    refuses({**H200_HT, "speculative": "eagle3"}, r"sglang_speculative: 'eagle3' is not one of inherit, off")
+    refuses({**H200_HT, "speculative": "eagle3"},
+            r"sglang_speculative: 'eagle3' is not a preset of glm-5.3; presets: inherit, off, mtp-516")
     refuses({**H200_HT, "draft_model_path": "/x"}, r"sglang_draft_model_path: only a draft-model preset uses it")
 
 

@@ -12,7 +12,7 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell, checkpoint_of
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 MIB_TO_GB = 1.048576e-3  # 1 MiB in decimal GB, the unit of checkpoint sizes
@@ -55,7 +55,8 @@ def fits(catalog: Catalog, model_id: str, cell: Cell, count: int, mib_per_gpu: f
     per_node = cell_gpus_per_node(cell)
     if per_node > count:
         return False
-    size = catalog.models[model_id].checkpoints.get(cell.quant, {}).get("size_gb")
+    model = catalog.models[model_id]
+    size = checkpoint_of(model, cell.gpu, cell.quant).get("size_gb") if cell.quant in model.checkpoints else None
     if not size or not mib_per_gpu:
         return True
     return size * (1 + limits.vram_headroom) <= gb(mib_per_gpu) * per_node * cell.nodes
@@ -63,11 +64,14 @@ def fits(catalog: Catalog, model_id: str, cell: Cell, count: int, mib_per_gpu: f
 
 def alternatives(catalog: Catalog, gpu_id: str, count: int, mib_per_gpu: float | None, limits: Limits,
                  model_first: str | None = None) -> list[str]:
-    """Recipes this node's GPUs can run (single node), the asked-for model first."""
+    """Recipes this node's GPUs can run (single node): the asked-for model's first, then the site's own recipes
+    (sglang_recipes) of any model. Another shipped model is not offered: it serves something else."""
     out = []
     models = sorted(catalog.models, key=lambda m: (m != model_first, m))
     for model_id in models:
         for cell in catalog.models[model_id].cells:
+            if model_first and model_id != model_first and cell.origin == "cookbook":
+                continue
             if cell.gpu == gpu_id and cell.nodes == 1 and fits(catalog, model_id, cell, count, mib_per_gpu, limits):
                 origin = "" if cell.origin == "cookbook" else ", from sglang_recipes"
                 out.append(f"{model_id} {cell.gpu}/{cell.quant}/{cell.strategy} "

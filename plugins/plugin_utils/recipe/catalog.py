@@ -65,6 +65,8 @@ class Model:
     min_sglang: str = ""
     revisions: tuple[Revision, ...] = ()  # newest first; cells and images above are those of `revision`
     revision: str = ""
+    default_quant: str = ""  # the precision sglang_quant means when unset
+    moe: bool = True  # a mixture-of-experts model (MoE knobs apply); false for a dense one
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,11 @@ def parse_model(doc: Any, where: str, origin: str, base: Model | None = None,
         out.update(copy.deepcopy(doc.get(name) or {}))
         return out
 
+    default_quant = doc.get("default_quant", base.default_quant if base else "")
+    moe = doc.get("moe", base.moe if base else True)
+    if not isinstance(default_quant, str) or not isinstance(moe, bool):
+        raise RecipeError(f"{where}: default_quant must be a precision id and moe true or false, got "
+                          f"{default_quant!r} and {moe!r}")
     model = Model(
         id=model_id,
         display_name=str(doc.get("display_name") or (base.display_name if base else model_id)),
@@ -181,11 +188,28 @@ def parse_model(doc: Any, where: str, origin: str, base: Model | None = None,
         min_sglang=str(doc.get("min_sglang") or (base.min_sglang if base else "")),
         revisions=revisions,
         revision=newest.id if newest else (base.revision if base else ""),
+        default_quant=default_quant,
+        moe=moe,
     )
     for quant, ckpt in model.checkpoints.items():
         if not isinstance(ckpt, dict) or "id" not in ckpt:
             raise RecipeError(f"{where}.checkpoints.{quant}: expected {{id: <hub id>, size_gb: <number>}}")
+        for gpu, other in (ckpt.get("gpus") or {}).items():
+            if not isinstance(other, dict) or "id" not in other:
+                raise RecipeError(f"{where}.checkpoints.{quant}.gpus.{gpu}: expected {{id: <hub id>, size_gb: "
+                                  "<number>}} (the checkpoint this GPU needs instead)")
+    if default_quant and default_quant not in model.checkpoints:
+        raise RecipeError(f"{where}.default_quant: {default_quant!r} is not one of its checkpoints "
+                          f"({', '.join(model.checkpoints)})")
     return model
+
+
+def checkpoint_of(model: Model, gpu: str, quant: str) -> dict[str, Any]:
+    """The checkpoint a GPU runs for a precision: the precision's entry, with what `gpus.<gpu>` of it says instead
+    (some pages name another checkpoint per GPU, e.g. an FP8 repackaging for Hopper)."""
+    entry = dict(model.checkpoints[quant])
+    entry.update((entry.pop("gpus", None) or {}).get(gpu) or {})
+    return entry
 
 
 @functools.lru_cache(maxsize=None)

@@ -28,6 +28,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog i
     Catalog,
     Cell,
     Model,
+    checkpoint_of,
     flag_table,
     load_catalog,
     with_revision,
@@ -72,7 +73,7 @@ def _nodes_phrase(nodes: int) -> str:
 
 def _why_not(model: Model, platform: dict[str, Any], gpu: str, quant: str) -> str:
     """A reason from the data why a precision has no recipe on a GPU, or ''."""
-    checkpoint = model.checkpoints[quant]
+    checkpoint = checkpoint_of(model, gpu, quant)
     archs = checkpoint.get("architectures")
     if archs and platform.get("arch") not in archs:
         return f" ({quant} needs {'/'.join(archs)} GPUs; {gpu} is {platform.get('arch')})"
@@ -108,7 +109,11 @@ def select_cell(catalog: Catalog, sel: dict[str, Any]) -> tuple[Model, dict[str,
     if platform is None:
         raise RecipeError(f"sglang_gpu: {gpu!r} is not a GPU the recipes know; known: "
                           f"{', '.join(sorted(catalog.gpus))} (add one with sglang_gpu_platforms)")
-    quant, strategy, nodes = sel["quant"], sel["strategy"], sel["nodes"]
+    only = next(iter(model.checkpoints)) if len(model.checkpoints) == 1 else ""
+    quant, strategy, nodes = sel["quant"] or model.default_quant or only, sel["strategy"], sel["nodes"]
+    if not quant:
+        raise RecipeError(f"sglang_quant: not set, and {model.id} names no default precision (default_quant); it has "
+                          f"{', '.join(model.checkpoints)}")
     offered = [c.strategy for c in model.cells if (c.gpu, c.quant, c.nodes) == (gpu, quant, nodes)]
     if strategy is None and len(offered) == 1:
         strategy = offered[0]  # one tier (a site recipe, say): nothing to choose
@@ -360,7 +365,7 @@ def final_checks(b: Build) -> Build:
     if not b.cell.verified:
         who = "upstream has not run it" if b.cell.origin == "cookbook" else "from sglang_recipes, marked unverified"
         b = b.warn(f"{b.where} is an unverified recipe ({who}); test it before production")
-    checkpoint = b.model.checkpoints[b.cell.quant]
+    checkpoint = checkpoint_of(b.model, b.cell.gpu, b.cell.quant)
     if checkpoint.get("experimental"):
         b = b.warn(checkpoint.get("note") or f"{checkpoint['id']} is experimental")
     if argv.has(b.args, "--speculative-algorithm") and not argv.has(b.args, "--max-running-requests"):
@@ -403,7 +408,7 @@ def _build(selection: Any) -> Build:
     input_checks.check_all(sel, model.id, model.min_sglang)
     version, _image, release_warnings = resolve_release(catalog, model, sel)
     port, dist = resolve_ports(catalog, sel)
-    checkpoint = model.checkpoints[cell.quant]["id"]
+    checkpoint = checkpoint_of(model, cell.gpu, cell.quant)["id"]
     args = [argv.Arg("--model-path", checkpoint, "cell")]
     args += [argv.Arg(name, argv.as_value(value), f"cell {cell.gpu}/{cell.quant}/{cell.strategy}")
              for name, value in cell.flags]
@@ -460,7 +465,7 @@ def recipe_of(b: Build) -> dict[str, Any]:
 
 def _recipe_of(b: Build) -> dict[str, Any]:
     _version, image, _warnings = resolve_release(b.catalog, b.model, b.sel)
-    checkpoint = b.model.checkpoints[b.cell.quant]
+    checkpoint = checkpoint_of(b.model, b.cell.gpu, b.cell.quant)
     pd = b.sel["pd"] or {}
     return {
         "model": b.model.id,

@@ -12,7 +12,13 @@ import difflib
 from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell, Model, flag_table
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (
+    Catalog,
+    Cell,
+    Model,
+    checkpoint_of,
+    flag_table,
+)
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import coerce
@@ -109,7 +115,7 @@ def _divisors(n: int) -> str:
 
 def apply_model_path(b: Build) -> Build:
     """Local weights replace the hub id; clients keep the public name through --served-model-name."""
-    checkpoint = b.model.checkpoints[b.cell.quant]["id"]
+    checkpoint = checkpoint_of(b.model, b.cell.gpu, b.cell.quant)["id"]
     args = b.args
     served = b.sel["served_model_name"]
     if b.sel["model_path"]:
@@ -155,6 +161,10 @@ def apply_dp_attention(b: Build) -> Build:
 def apply_moe(b: Build) -> Build:
     """moe_a2a: deepep adds --moe-a2a-backend deepep; ep: N sets --ep-size N (N divides TP)."""
     args = b.args
+    if not b.model.moe and (b.sel["moe_a2a"] == "deepep" or b.sel["ep"] is not None):
+        used = "sglang_moe_a2a" if b.sel["moe_a2a"] == "deepep" else "sglang_ep"
+        raise RecipeError(f"{used}: {b.model.id} is a dense model (no experts; model.yml moe: false), so there is no "
+                          "MoE all-to-all or expert parallelism to set. Drop it")
     if b.sel["moe_a2a"] == "deepep":
         args = _put_near_parallel(args, "--moe-a2a-backend", "deepep", "sglang_moe_a2a")
     ep = b.sel["ep"]
@@ -190,8 +200,11 @@ def apply_speculative(b: Build) -> Build:
                 b = b.warn(preset["note"])
     if b.sel["draft_model_path"]:
         if not argv.has(args, "--speculative-draft-model-path"):
+            drafts = [name for name, p in b.model.speculative_presets.items()
+                      if "--speculative-draft-model-path" in (p.get("flags") or {})]
             raise RecipeError("sglang_draft_model_path: only a draft-model preset uses it (sglang_speculative: "
-                              "dflash2); the chosen command has no --speculative-draft-model-path")
+                              f"{' or '.join(drafts) or f'none of {b.model.id}'}); the chosen command has no "
+                              "--speculative-draft-model-path")
         args = argv.put(args, "--speculative-draft-model-path", b.sel["draft_model_path"], "sglang_draft_model_path")
     return b.with_(args=args)
 
@@ -201,8 +214,8 @@ def _check_preset(b: Build, choice: str, preset: dict[str, Any], args: argv.Args
     if vendors and b.vendor not in vendors:
         raise RecipeError(
             f"sglang_speculative: {choice} is not available on {b.cell.gpu} ({b.vendor}): upstream has not validated "
-            f"the spec-decode draft kernel there; use sglang_speculative: off (the {b.vendor.upper()} cells serve "
-            f"without MTP)")
+            f"the spec-decode draft kernel there ({b.model.id} offers it on {', '.join(vendors)}); use "
+            "sglang_speculative: off, or inherit to keep the cell's own")
     minimum = preset.get("min_sglang")
     if minimum and not at_least(b.version, minimum):
         raise RecipeError(
@@ -235,6 +248,9 @@ def apply_context_parallel(b: Build) -> Build:
     if b.vendor == "amd":
         raise RecipeError(f"sglang_context_parallel: prefill CP is CUDA-only upstream; {b.cell.gpu} is AMD. Drop it")
     rules = b.model.context_parallel
+    if not rules.get("strategies"):
+        raise RecipeError(f"sglang_context_parallel: {b.model.id} has no prefill context parallelism (its cookbook page "
+                          "offers none; model.yml context_parallel). Drop it")
     strategy = cp.get("strategy", "interleave")
     unavailable = rules.get("unavailable_strategies") or {}
     if strategy in unavailable:
@@ -312,12 +328,16 @@ def apply_hicache(b: Build) -> Build:
 # --- Hopper FP8 KV cache --------------------------------------------------------------------------
 
 def apply_kv_cache_fp8(b: Build) -> Build:
-    """The native FP8 sparse-prefill path: Hopper only (Blackwell already defaults to fp8_e4m3)."""
+    """The model's Hopper FP8 KV-cache flags (model.yml hopper_fp8_kv_flags; GLM-5.3: fp8_e4m3 with the
+    flashmla_sparse_q8 / flashmla_kv DSA kernels). Hopper only (Blackwell already defaults to fp8_e4m3)."""
     if not b.sel["kv_cache_fp8"]:
         return b
+    if not b.model.hopper_fp8_kv_flags:
+        raise RecipeError(f"sglang_kv_cache_fp8: {b.model.id} has no Hopper FP8 KV-cache recipe (model.yml "
+                          "hopper_fp8_kv_flags); set the KV-cache flags you want with sglang_extra_args instead")
     if b.platform.get("arch") != "hopper":
         raise RecipeError(
-            f"sglang_kv_cache_fp8: the FP8 KV path with flashmla_sparse_q8/flashmla_kv is for Hopper (H200); "
+            f"sglang_kv_cache_fp8: the FP8 KV-cache path of {b.model.id} is for Hopper (H200); "
             f"{b.cell.gpu} is {b.platform.get('arch')}"
             + (" and already uses an fp8_e4m3 KV cache by default" if b.platform.get("arch") == "blackwell" else "")
             + ". Drop sglang_kv_cache_fp8")
@@ -377,7 +397,9 @@ def apply_pd(b: Build) -> Build:
 # --- parsers --------------------------------------------------------------------------------------
 
 def apply_parsers(b: Build) -> Build:
-    """Default on: --reasoning-parser glm45 --tool-call-parser glm47 (what `auto` resolves to)."""
+    """Default on: the model's parsers (model.yml parsers, the parser card of its cookbook page; GLM-5.3:
+    --reasoning-parser glm45 --tool-call-parser glm47). A parser the cell already names is set to the model's; off
+    drops it, as the page's parser card does for cells that carry theirs (Qwen3.8-27B's)."""
     value = b.sel["parsers"]
     if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "on", "off"):
         value = value.lower() in ("true", "yes", "on")
@@ -398,6 +420,8 @@ def apply_parsers(b: Build) -> Build:
             args = argv.put(args, flag, parser, "sglang_parsers")
         elif wanted[kind] and isinstance(value, dict):
             raise RecipeError(f"sglang_parsers.{kind}: {b.model.id} names no {kind} parser (model.parsers.{kind})")
+        elif not wanted[kind]:
+            args = argv.drop(args, flag)
     return b.with_(args=args)
 
 
