@@ -17,7 +17,7 @@ from typing import Any
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (
     DATA_DIR,
     benchmarks_path,
-    read_yaml,
+    cached_yaml,
 )
 
 UPSTREAM_CONCURRENCY = {"low-latency": [1, 16], "balanced": [64, 256], "high-throughput": [1024]}
@@ -27,7 +27,7 @@ def published(model: str, cell: dict[str, Any], data_dir: Path = DATA_DIR) -> di
     """The benchmark file of the cell's cookbook revision (cell['cookbook_revision']; unset: the newest
     shipped) and the published entry of this cell (None when upstream has none)."""
     path = benchmarks_path(model, cell.get("cookbook_revision"), data_dir)
-    doc = read_yaml(path) if path.exists() else {"cells": []}
+    doc = cached_yaml(str(path)) if path.exists() else {"cells": []}
     key = (cell["gpu"], cell["quant"], cell["strategy"], int(cell["nodes"]))
     entry = next((c for c in doc.get("cells", []) if (c["gpu"], c["quant"], c["strategy"], int(c["nodes"])) == key),
                  None)

@@ -79,6 +79,12 @@ class Catalog:
     variables: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
+@functools.lru_cache(maxsize=256)
+def cached_yaml(path: str) -> Any:
+    """A data file parsed once per process (data/ does not change while a plan is made); treat it as read-only."""
+    return read_yaml(Path(path))
+
+
 def read_yaml(path: Path) -> Any:
     with path.open(encoding="utf-8") as handle:
         return yaml.safe_load(handle)

@@ -303,7 +303,7 @@ def prometheus_config(jobs: list[dict[str, Any]], s: dict[str, Any]) -> str:
         targets = [str(a) for a in s["monitoring_alertmanagers"]]
         doc["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": targets}]}]}
     doc["scrape_configs"] = jobs
-    return f"# {HEADER}\n" + dump(doc)
+    return f"# {HEADER}\n" + dump_large(doc)
 
 
 # --- alert rules -----------------------------------------------------------------------------------------------
@@ -547,7 +547,7 @@ def alert_rules(plans: dict[str, dict[str, Any]], s: dict[str, Any]) -> str:
     throughput = throughput_rules(plans, int(s["monitoring_throughput_percent"]))
     if throughput:
         groups.append({"name": "metalserve-throughput", "rules": throughput})
-    return f"# {HEADER}\n" + dump({"groups": groups})
+    return f"# {HEADER}\n" + dump_large({"groups": groups})
 
 
 # --- Grafana dashboard ----------------------------------------------------------------------------------------
@@ -707,7 +707,8 @@ def site_monitoring(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[s
     jobs = scrape_jobs(ok, int(s["monitoring_blackbox_port"]))
     config = prometheus_config(jobs, s)
     rules = alert_rules(ok, s)
-    board = json.dumps(dashboard(ok), indent=1, sort_keys=False) + "\n"
+    # compact: json's C encoder (an indented dump takes the pure-Python path, seconds at thousands of instances)
+    board = json.dumps(dashboard(ok), sort_keys=False, separators=(",", ":")) + "\n"
     return {"hosts": monitors, "settings_from": source_host, "warnings": warnings,
             "files": {"prometheus": _file(PROMETHEUS_CONFIG, config, "0644"),
                       "rules": _file(RULES_FILE, rules, "0644"),
@@ -753,3 +754,19 @@ _Dumper.add_representer(str, _str)
 
 def dump(doc: Any) -> str:
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=120, allow_unicode=True)
+
+
+class _CDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """libyaml's emitter (the site-wide files grow with the site: prometheus.yml holds every target)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+_CDumper.add_representer(str, _str)
+
+
+def dump_large(doc: Any) -> str:
+    """The site-wide files (prometheus.yml, the rules): the same YAML from libyaml, which is ~10x faster at thousands of
+    targets (sequences are not indented under their key)."""
+    return yaml.dump(doc, Dumper=_CDumper, sort_keys=False, width=120, allow_unicode=True)

@@ -17,6 +17,8 @@ PLAN.md sums up the site, rendered/monitoring/ holds the monitoring hosts' files
 """
 from __future__ import annotations
 
+import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,16 @@ def node_files(plan: dict[str, Any], site_monitoring: dict[str, Any] | None) -> 
             for key, entry in (stage.get("files") or {}).items():
                 out[f"{name}.{key}"] = entry
     return out
+
+
+def view_text(view: dict[str, Any]) -> str:
+    """A stage view as YAML; the same view (every node of a rack has the same RDMA or install stage) is dumped once."""
+    return _view_text(json.dumps(view, sort_keys=False))
+
+
+@functools.lru_cache(maxsize=4096)
+def _view_text(key: str) -> str:
+    return f"# {HEADER}\n" + monitoring.dump(json.loads(key))
 
 
 def stage_view(stage: dict[str, Any]) -> dict[str, Any]:
@@ -175,14 +187,14 @@ def host_files(plan: dict[str, Any], env: jinja2.Environment,
         if entry.get("content") is not None:
             out["files" + entry["path"]] = (entry["content"], "0644")
     for name, stage in (plan.get("stages") or {}).items():
-        out[f"{name}.yml"] = (f"# {HEADER}\n" + monitoring.dump(stage_view(stage)), "0644")
+        out[f"{name}.yml"] = (view_text(stage_view(stage)), "0644")
     if plan.get("install"):
-        out["install.yml"] = (f"# {HEADER}\n" + monitoring.dump(install_view(plan)), "0644")
+        out["install.yml"] = (view_text(install_view(plan)), "0644")
     if plan.get("files"):
-        out["serve.yml"] = (f"# {HEADER}\n" + monitoring.dump(serve_view(plan)), "0644")
+        out["serve.yml"] = (view_text(serve_view(plan)), "0644")
     view = monitoring_view(plan, site_monitoring)
     if view:
-        out["monitoring.yml"] = (f"# {HEADER}\n" + monitoring.dump(view), "0644")
+        out["monitoring.yml"] = (view_text(view), "0644")
     return out
 
 

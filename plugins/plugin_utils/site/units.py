@@ -14,7 +14,7 @@ import functools
 import re
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, load_catalog, read_yaml
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, cached_yaml, load_catalog, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, runtime, stages
 
@@ -115,7 +115,7 @@ def docker_run(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> li
             argv += list(docker["rdma_amd_extra"])
     if (load_catalog().gpus.get(rec["gpu"]) or {}).get("imex"):
         # IMEX channel 0 (data/nvidia/services.yml, its one owner): `--gpus all` does not pass IMEX channels
-        argv += ["--device", read_yaml(DATA_DIR / "nvidia" / "services.yml")["imex"]["docker_device"]]
+        argv += ["--device", cached_yaml(str(DATA_DIR / "nvidia" / "services.yml"))["imex"]["docker_device"]]
     weights = stages.served_path(plan)
     if weights:
         argv += ["-v", f"{weights}:{weights}:ro"]
@@ -145,7 +145,7 @@ def service_account(settings: dict[str, Any], amd: bool = False) -> list[str]:
 
 def device_allowlist(vendor: str, rdma: bool) -> list[str]:
     """DevicePolicy=closed and the device nodes a server needs (data/sglang/devices.yml)."""
-    table = read_yaml(DATA_DIR / "sglang" / "devices.yml")
+    table = cached_yaml(str(DATA_DIR / "sglang" / "devices.yml"))
     entries = list(table.get(vendor) or []) + (list(table["rdma"]) if rdma else [])
     return ["DevicePolicy=closed"] + [f"DeviceAllow={entry} rw" for entry in entries]
 
