@@ -26,6 +26,8 @@ import ast
 import io
 import json
 import math
+import os
+import subprocess
 import sys
 import zipfile
 from typing import Any
@@ -75,6 +77,10 @@ def action_kind(action: argparse.Action) -> tuple[str, Any]:
         return "store_const", True
     if type(action).__name__ == "DeprecatedStoreConstAction":
         return "store_const", getattr(action, "const_value", None)
+    if type(action).__name__ == "DeprecatedAliasStoreAction":
+        return "store", None
+    if type(action).__name__ == "DeprecatedAction":  # warns and stores nothing
+        return "ignore", None
     if isinstance(action, argparse.BooleanOptionalAction):
         return "boolean_optional", None
     if isinstance(action, argparse._StoreConstAction):  # noqa: SLF001 - store_true/store_false are subclasses
@@ -131,6 +137,19 @@ def table_from_argparse(parser: argparse.ArgumentParser) -> tuple[dict[str, dict
         action.required = False
     defaults = {k: plain(v) for k, v in vars(parser.parse_args([])).items() if v is not None}
     return flags, defaults
+
+
+def settle_choices(flags: dict[str, dict[str, Any]], router: bool) -> dict[str, dict[str, Any]]:
+    """Choices in the parser's order, except where that order changes from one run to the next (sglang-router builds
+    some from an unordered map): read the parser again in a fresh interpreter and sort the choices that moved."""
+    cmd = [sys.executable, __file__, "--from-parser", "--choices-only"] + (["--router"] if router else [])
+    again = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    out = {}
+    for flag, entry in flags.items():
+        if "choices" in entry and again.get(flag) != entry["choices"]:
+            entry = dict(entry, choices=sorted(entry["choices"], key=str))
+        out[flag] = entry
+    return out
 
 
 def table_from_parser(router: bool = False) -> tuple[str, str, dict[str, dict[str, Any]], dict[str, Any]]:
@@ -227,8 +246,9 @@ def render_yaml(version: str, source: str, flags: dict[str, dict[str, Any]], def
               "#   type     how a value is converted: int, float, str, json, human_int (1k, 1Ki), nullable_str\n"
               "#            ('' and 'None' are None), other:<function> (kept as text by cli.py)\n"
               "#   action   store when absent; store_const (sets const), append, append_const, count,\n"
-              "#            boolean_optional (--x true, --no-x false)\n"
-              "#   choices  accepted values after conversion, in the parser's order\n")
+              "#            boolean_optional (--x true, --no-x false), ignore (a retired flag: warns, stores nothing)\n"
+              "#   choices  accepted values after conversion, in the parser's order (read with PYTHONHASHSEED=0, as a\n"
+              "#            few are built from a set; sorted where the order still changes from run to run)\n")
     if defaults is not None:
         out.write("# defaults: what the namespace holds for each dest when no flag sets it (None left out).\n")
     else:
@@ -252,16 +272,23 @@ def render_yaml(version: str, source: str, flags: dict[str, dict[str, Any]], def
 
 
 def main(argv: list[str] | None = None) -> int:
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        # some parsers build choices from a set: one hash seed makes their order, and so the table, reproducible
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--from-parser", action="store_true")
     src.add_argument("--from-wheel", metavar="WHEEL")
     ap.add_argument("--router", action="store_true", help="sglang-router's parser (with --from-parser)")
+    ap.add_argument("--choices-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("-o", "--output", default="-")
     args = ap.parse_args(argv)
     if args.from_parser:
         version, prog, flags, defaults = table_from_parser(router=args.router)
-        text = render_yaml(version, "parser", flags, defaults, prog)
+        if args.choices_only:
+            json.dump({f: e["choices"] for f, e in flags.items() if "choices" in e}, sys.stdout)
+            return 0
+        text = render_yaml(version, "parser", settle_choices(flags, args.router), defaults, prog)
     else:
         with zipfile.ZipFile(args.from_wheel) as whl:
             source = whl.read(SERVER_ARGS).decode()

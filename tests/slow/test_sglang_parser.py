@@ -56,7 +56,7 @@ KNOB_COMBOS: dict[str, dict[str, Any]] = {
     "pd-decode-nixl": {**GB300_LL, "pd": {"role": "decode", "transfer_backend": "nixl", "ib_device": "mlx5_0"}},
     "parsers-reasoning-only": {**H200_HT, "parsers": {"reasoning": True, "tool_call": False}},
     "model-path": {**H200_HT, "model_path": "/var/lib/sglang/models/zai-org/GLM-5.3"},
-    "extra-remove": {**H200_HT, "extra_args": {"--dist-timeout": 3600, "--enable-metrics": True},
+    "extra-remove": {**H200_HT, "extra_args": {"--dist-timeout": 3600, "--enable-mixed-chunk": True},
                      "remove_args": ["--chunked-prefill-size"]},
     "amd-uv-hicache": {**MI355_UV, "hicache": {}, "moe_a2a": "deepep"},
     "amd-uv-cuda-graph": {**MI355_UV, "extra_args": {"--cuda-graph-max-bs": 64}},

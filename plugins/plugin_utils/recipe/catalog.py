@@ -298,3 +298,9 @@ def flag_table_doc(version: str, data_dir: str = str(DATA_DIR), key: str = "flag
 
 def router_flag_table_doc(version: str, data_dir: str = str(DATA_DIR)) -> dict[str, Any] | None:
     return flag_table_doc(version, data_dir, "router_flag_tables")
+
+
+@functools.lru_cache(maxsize=None)
+def managed(data_dir: str = str(DATA_DIR)) -> dict[str, Any]:
+    """Who owns which dest of a serve / router command line (data/sglang/managed.yml)."""
+    return read_yaml(Path(data_dir) / "sglang" / "managed.yml")

@@ -34,6 +34,10 @@ _SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 _IEC = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 
 
+class TypeMessage(ValueError):
+    """A converter's own refusal (argparse's ArgumentTypeError): its text replaces "invalid <type> value"."""
+
+
 class CliError(ValueError):
     """A refusal worded as argparse words it; `option` is the option string it is about (None: the whole line)."""
 
@@ -177,13 +181,17 @@ def human_int(text: str) -> int:
         number, suffix = match.groups()
         if suffix in _IEC:
             if "." in number:
-                raise ValueError(f"decimals are not allowed with IEC suffixes like '{suffix}'")
+                raise TypeMessage(f"decimals are not allowed with IEC suffixes like '{suffix}'")
             return int(number) * _IEC[suffix]
         try:
             return int(Decimal(number) * _SI[suffix])
         except InvalidOperation:
-            raise ValueError(value) from None
-    return int(value)
+            pass
+    try:
+        return int(value)
+    except ValueError:
+        raise TypeMessage(f"invalid integer value: '{value}'; use a plain integer, SI suffixes (1k, 1M) or IEC "
+                          "suffixes (1Ki, 1Mi)") from None
 
 
 def nullable_str(text: str) -> Optional[str]:
@@ -218,6 +226,8 @@ def _value(option: str, table: Table, text: str) -> Any:
     func, name = CONVERTERS.get(kind, (str, kind))
     try:
         value = func(text)
+    except TypeMessage as exc:
+        raise CliError(f"argument {_action_name(option, table)}: {exc}", option, entry["dest"]) from None
     except (TypeError, ValueError):
         raise CliError(f"argument {_action_name(option, table)}: invalid {name} value: {text!r}", option,
                        entry["dest"]) from None
@@ -253,6 +263,8 @@ def _apply(namespace: dict[str, Any], option: str, table: Table, value: Any) -> 
             entry.get("const") if kind == "append_const" else value]
     elif kind == "count":
         stored = (namespace.get(dest) or 0) + 1
+    elif kind == "ignore":  # a retired flag: the parser warns and keeps the dest as it was
+        return namespace.get(dest)
     else:  # store, and custom actions (read as a store of their values)
         stored = value
     namespace[dest] = stored
