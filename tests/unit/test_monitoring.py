@@ -100,7 +100,7 @@ def test_the_router_exports_on_the_port_the_plan_names() -> None:
 
 @pytest.mark.parametrize("change,message", [
     ({"sglang_router_extra_args": ["--prometheus-port", "9999"]},
-     r"sglang_router_extra_args: --prometheus-port is set by the collection .* use sglang_router_metrics_port"),
+     r"sglang_router_extra_args: --prometheus-port is set by the collection; use sglang_router_metrics_port instead"),
     ({"sglang_router_metrics_port": 8000}, r"sglang_router_metrics_port: 8000 \(router r1\) is also its serving port"),
     ({"sglang_router_metrics_port": 70000}, r"sglang_router_metrics_port: 70000 \(router r1\) is not a TCP port"),
 ])

@@ -30,8 +30,11 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog i
     Model,
     flag_table,
     load_catalog,
+    managed,
+    router_flag_table_doc,
     with_revision,
 )
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_kind
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.revisions import revision_warning, same_command
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import normalize
@@ -588,10 +591,6 @@ def node_args(b: Build, node_rank: Any = 0, head_address: Any = None) -> list[st
     return argv.tokens(argv.insert_after(b.args, anchor, trio))
 
 
-#: router flags the plan owns: the scrape configuration must know where the router's metrics are
-ROUTER_METRICS_FLAGS = ("--prometheus-port", "--prometheus-host")
-
-
 def router_args(spec: Any) -> list[str]:
     """argv after `python3 -m sglang_router.launch_router`.
 
@@ -631,12 +630,76 @@ def router_args(spec: Any) -> list[str]:
     host = str(spec.get("host") or "0.0.0.0")
     out += ["--host", host, "--port", str(port)]
     extra = [str(t) for t in spec.get("extra_args") or []]
-    owned = [t.split("=", 1)[0] for t in extra if t.split("=", 1)[0] in ROUTER_METRICS_FLAGS]
-    if owned:
-        raise RecipeError(f"sglang_router_extra_args: {', '.join(owned)} is set by the collection (the site's scrape "
-                          "configuration reads it); use sglang_router_metrics_port, and sglang_host for the address")
+    table = router_table()
+    given = router_extra_dests(extra, table)
     if spec.get("metrics_port"):
         out += ["--prometheus-host", host, "--prometheus-port", str(spec["metrics_port"])]
     if spec.get("policy"):
         out += ["--policy", str(spec["policy"])]
-    return out + [str(t) for t in defaults] + extra
+    # a default the extra args set again is theirs to set (data/sglang/router.yml: "override them")
+    kept = [t for t in _by_flag([str(t) for t in defaults]) if _dest_of(t[0], table) not in given]
+    return out + [token for group in kept for token in group] + extra
+
+
+def router_table() -> cli.Table:
+    """sglang-router's flag table (the pinned router release the installs carry)."""
+    release = str(load_catalog().versions["router_pinned"])
+    doc = router_flag_table_doc(release)
+    if doc is None:
+        raise RecipeError(f"sglang-router {release} has no flag table in this collection (data/sglang/versions.yml "
+                          "router_flag_tables); regenerate it: tools/sglang_flag_table.py --from-parser --router")
+    return cli.Table.of(doc)
+
+
+def _by_flag(tokens: list[str]) -> list[list[str]]:
+    """Tokens grouped per flag: [--flag, value...]."""
+    groups: list[list[str]] = []
+    for token in tokens:
+        if token.startswith("--") or not groups:
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return groups
+
+
+def _dest_of(token: str, table: cli.Table) -> str | None:
+    try:
+        return table.dest(cli.resolve(token.split("=", 1)[0], table))
+    except cli.CliError:
+        return None
+
+
+def router_extra_dests(extra: list[str], table: cli.Table) -> set[str]:
+    """The dests sglang_router_extra_args set, as sglang-router reads them; a flag the collection sets (under any
+    spelling sglang-router accepts), a secret flag or a secret-shaped value is refused."""
+    owned = managed()["router"]
+    owners = {table.dest(f): (f, o) for f, o in owned["collection"].items() if f in table.flags}
+    secrets = {table.dest(f): f for f in owned["secret"] if f in table.flags}
+    dests: set[str] = set()
+    for token in extra:
+        kind = secret_kind(token)
+        if kind:
+            raise RecipeError(f"sglang_router_extra_args: a value holds {kind}; secrets never go on the command line "
+                              "(ps, the unit file, the plan and --diff show it)")
+        if not token.startswith("-"):
+            continue
+        name = token.split("=", 1)[0]
+        try:
+            option = cli.resolve(name, table)
+        except cli.CliError as exc:
+            if exc.message.startswith("ambiguous option"):
+                raise RecipeError(f"sglang_router_extra_args: {name} is ambiguous to sglang-router {table.release} "
+                                  f"({exc.message}); write the whole flag name") from None
+            raise RecipeError(f"sglang_router_extra_args: sglang-router {table.release} has no flag {name}"
+                              f"{knobs.suggest(name, table.flags)}") from None
+        dest = table.dest(option)
+        if dest in secrets:
+            raise RecipeError(f"sglang_router_extra_args: {name} would put a secret on the command line (visible in ps "
+                              "and the unit file); the router's API key is not managed by this collection yet, so "
+                              "keep the router on a private network")
+        if dest in owners:
+            flag, owner = owners[dest]
+            shown = name if name == flag else f"{name} (to sglang-router the same as {flag})"
+            raise RecipeError(f"sglang_router_extra_args: {shown} is set by the collection; use {owner} instead")
+        dests.add(dest)
+    return dests
