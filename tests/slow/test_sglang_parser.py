@@ -58,7 +58,7 @@ KNOB_COMBOS: dict[str, dict[str, Any]] = {
     "model-path": {**H200_HT, "model_path": "/var/lib/sglang/models/zai-org/GLM-5.3"},
     "extra-remove": {**H200_HT, "extra_args": {"--dist-timeout": 3600, "--enable-mixed-chunk": True},
                      "remove_args": ["--chunked-prefill-size"]},
-    "amd-uv-hicache": {**MI355_UV, "hicache": {}, "moe_a2a": "deepep"},
+    "amd-uv-hicache": {**MI355_UV, "hicache": {}},
     "amd-uv-cuda-graph": {**MI355_UV, "extra_args": {"--cuda-graph-max-bs": 64}},
     "tp16-dp-attention": {"gpu": "b200", "quant": "bf16", "strategy": "balanced", "nodes": 2, "dp_attention": 8},
 }

@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv, cli
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (
-    Catalog, Cell, Model, flag_table, flag_table_doc, managed)
+    DATA_DIR, Catalog, Cell, Model, flag_table, flag_table_doc, managed, read_yaml)
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_env_name, secret_kind
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
@@ -132,6 +132,11 @@ def apply_moe(b: Build) -> Build:
     """moe_a2a: deepep adds --moe-a2a-backend deepep; ep: N sets --ep-size N (N divides TP)."""
     args = b.args
     if b.sel["moe_a2a"] == "deepep":
+        owner = vendor_of_value("--moe-a2a-backend", "deepep")
+        if owner and owner != b.vendor:
+            raise RecipeError(f"sglang_moe_a2a: deepep (DeepEP) runs on {owner.upper()} GPUs only "
+                              f"(data/sglang/vendors.yml); {b.cell.gpu} is {b.vendor.upper()}. Drop sglang_moe_a2a "
+                              "for these hosts")
         args = _put_near_parallel(args, "--moe-a2a-backend", "deepep", "sglang_moe_a2a")
     ep = b.sel["ep"]
     if ep is not None:
@@ -141,6 +146,14 @@ def apply_moe(b: Build) -> Build:
                               f"1, {_divisors(tp)}")
         args = _put_near_parallel(args, "--ep-size", str(ep), "sglang_ep")
     return b.with_(args=args)
+
+
+def vendor_of_value(flag: str, value: str) -> Optional[str]:
+    """The GPU vendor a flag's value is specific to (data/sglang/vendors.yml), or None."""
+    for vendor, facts in read_yaml(DATA_DIR / "sglang" / "vendors.yml").items():
+        if value in ((facts.get("values") or {}).get(flag) or []):
+            return str(vendor)
+    return None
 
 
 # --- speculative decoding ----------------------------------------------------------------------
