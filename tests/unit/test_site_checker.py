@@ -438,7 +438,9 @@ def test_the_firewall_admits_exactly_the_members() -> None:
 def test_an_address_claimed_by_two_machines() -> None:
     nodes = copy.deepcopy(tree())
     nodes["m2"]["addresses"] = ["10.0.1.2", "10.0.1.1"]
-    refused(nodes, "m2", r"^address 10\.0\.1\.1 is claimed by two machines \(10\.0\.1\.1 and 10\.0\.1\.2\)")
+    for host in ("m1", "m2"):
+        refused(nodes, host, r"^address 10\.0\.1\.1 is claimed by 2 machines, 10\.0\.1\.1 \(m1\) and 10\.0\.1\.2 \(m2\): "
+                             r"every machine needs its own address")
 
 
 # --- vendors -----------------------------------------------------------------------------------------------------------

@@ -759,9 +759,11 @@ def check_routers(nodes: list[Node]) -> Iterable[Problem]:
                                       "and the servers' sglang_host / sglang_port")
                 else:
                     found[url] = match[0]
+            names = {_served(s)[0] for _n, s in found.values()}
             models = defaultdict(list)
             for url, (n, s) in found.items():
-                models[_served(s)[0]].append(f"{n.host}")
+                served, folder = _served(s)
+                models[served if len(names) > 1 else f"{served} from {folder}"].append(n.host)
             if len(models) > 1:
                 shown = "; ".join(f"{name} on {', '.join(hosts)}" for name, hosts in sorted(models.items()))
                 yield node.host, (f"{router.name} spreads requests over servers of different models ({shown}); "
@@ -874,15 +876,18 @@ def check_instances(nodes: list[Node]) -> Iterable[Problem]:
         for svc in node.services:
             if svc.kind == "server" and svc.parsed is not None and int(svc.value("--nnodes", 1)) > 1:
                 groups[svc.name].append((node, svc))
-    owner_of: dict[str, str] = {}
+    claims: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for node in nodes:
         for address in node.addresses:
             if _ip(address) is not None:
-                if address in owner_of and owner_of[address] != node.machine:
-                    yield node.host, (f"address {address} is claimed by two machines ({owner_of[address]} and "
-                                      f"{node.machine}); every host needs its own rendezvous address "
-                                      "(sglang_dist_address / ansible_host)")
-                owner_of.setdefault(address, node.machine)
+                claims[address][node.machine].append(node.host)
+    for address, machines in sorted(claims.items()):
+        if len(machines) > 1:
+            shown = " and ".join(f"{m} ({', '.join(h)})" for m, h in sorted(machines.items()))
+            for host in sorted(h for hosts in machines.values() for h in hosts):
+                yield host, (f"address {address} is claimed by {len(machines)} machines, {shown}: every machine needs "
+                             "its own address (a copied sglang_dist_address or ansible_host sends one machine's traffic "
+                             "to another)")
     addresses_used: dict[str, list[str]] = defaultdict(list)
     for unit, members in sorted(groups.items()):
         hosts = [n.host for n, _s in members]
