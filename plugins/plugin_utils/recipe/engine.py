@@ -331,7 +331,8 @@ def _given(b: Build, flag: str) -> argv.Arg | None:
     """The Arg that sets the dest of `flag` (in the target release) under any spelling, or None."""
     table = knobs.cli_table(b.version)
     if table is None or flag not in table.flags:
-        return argv.get(b.args, flag) and b.args[argv.find(b.args, flag)]
+        i = argv.find(b.args, flag)
+        return b.args[i] if i >= 0 else None
     dest = table.dest(flag)
     for arg in b.args:
         if arg.name in table.flags and table.dest(arg.name) == dest:
