@@ -412,7 +412,8 @@ def read_release(svc: Service) -> None:
                            "so its command cannot be judged; run a release with a table (data/sglang/versions.yml "
                            "flag_tables) or add one with tools/sglang_flag_table.py")
             return
-    assert doc is not None
+    if doc is None:
+        return
     svc.table = cli.Table.of(doc)
     try:
         svc.parsed = cli.parse(svc.args, svc.table)
@@ -545,7 +546,7 @@ def gpu_set(node: Node, svc: Service) -> tuple[Optional[list[str]], list[str]]:
                 problems.append(f"{svc.name}: {name}={svc.env[name]} names GPU {', '.join(bad)}, but it sees "
                                 f"{len(visible)} ({'the machine has ' + str(node.gpus) if not svc.docker else 'docker hands it ' + str(len(visible))}); "
                                 "the runtime stops reading the list there")
-                mask = mask[:next(i for i, m in enumerate(mask) if int(m) >= len(visible))]
+                mask = mask[:[i for i, m in enumerate(mask) if int(m) >= len(visible)][0]]
             visible = [visible[int(m)] for m in mask]
         else:
             visible = mask
@@ -745,8 +746,8 @@ def check_routers(nodes: list[Node]) -> Iterable[Problem]:
             if port_in_host is not None:
                 yield node.host, (f"{router.name}: --host {bound} holds a port; sglang-router takes the address alone "
                                   f"(--host {host_only}) and the port from --port (sglang_router_port)")
-            prefill = [w for w in router.value("--prefill", []) or []]
-            decode = [w for w in router.value("--decode", []) or []]
+            prefill = list(router.value("--prefill", []) or [])
+            decode = list(router.value("--decode", []) or [])
             plain = list(router.value("--worker-urls", []) or [])
             urls = [w[0] for w in prefill] + [w[0] for w in decode] + plain
             found: dict[str, tuple[Node, Service]] = {}
@@ -911,9 +912,9 @@ def check_instances(nodes: list[Node]) -> Iterable[Problem]:
                              f"{expected} needs ranks 0..{expected - 1} once each: fix sglang_instance_group "
                              "(or sglang_node_rank on every member)")
             continue
-        address = next(iter(addrs.values()))
+        address = list(addrs.values())[0]
         dist_host, dist_port = _split_address(address)
-        head_node = next(n for n, s in members if ranks[n.host] == 0)
+        head_node = [n for n, _s in members if ranks[n.host] == 0][0]
         if is_loopback(dist_host):
             for host in hosts:
                 yield host, (f"{unit}: the rendezvous address {address} is loopback, which the other members cannot "

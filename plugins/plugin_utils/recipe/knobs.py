@@ -15,7 +15,7 @@ from typing import Any, Optional
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv, cli
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (
     DATA_DIR, Catalog, Cell, Model, flag_table, flag_table_doc, managed, read_yaml)
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_env_name, secret_kind
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_kind
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
 
