@@ -119,6 +119,8 @@ def systemd_words(value: str) -> list[str]:
     """A command line as systemd splits it (systemd.syntax(7), systemd.service(5) "Command lines"): % specifiers
     (%% is %), words split at whitespace, '...' and "..." quoting, C escapes; $$ is a literal $ afterwards, and
     $VAR references are left as written."""
+    if not any(c in value for c in "\"'\\"):
+        return [w.replace("%%", "%").replace("$$", "$") for w in value.split()]
     text = value.replace("%%", "\0pct\0")
     words: list[str] = []
     i, n = 0, len(text)
@@ -291,7 +293,7 @@ class Service:
 
     @property
     def name(self) -> str:
-        return Path(self.unit).name
+        return self.unit.rsplit("/", 1)[-1]
 
     def value(self, flag: str, default: Any = None) -> Any:
         """What the release holds for the dest of `flag` (None: the table has no such flag)."""
@@ -414,13 +416,27 @@ def read_release(svc: Service) -> None:
             return
     if doc is None:
         return
-    svc.table = cli.Table.of(doc)
-    try:
-        svc.parsed = cli.parse(svc.args, svc.table)
-    except cli.CliError as exc:
+    svc.table = _table(svc.kind, svc.release)
+    parsed, error = _parse(svc.kind, svc.release, tuple(svc.args))
+    svc.parsed = parsed
+    if error:
         what = "sglang-router" if svc.kind == "router" else "SGLang"
-        svc.refusal = (f"{svc.name}: {what} {svc.release}'s parser refuses its command{svc.release_note}: "
-                       f"{exc.message}")
+        svc.refusal = f"{svc.name}: {what} {svc.release}'s parser refuses its command{svc.release_note}: {error}"
+
+
+@functools.lru_cache(maxsize=None)
+def _table(kind: str, release: str) -> cli.Table:
+    doc = router_flag_table_doc(release) if kind == "router" else flag_table_doc(release)
+    return cli.Table.of(doc)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(kind: str, release: str, args: tuple[str, ...]) -> tuple[Optional[cli.Parsed], str]:
+    """A command read once per distinct line (a rack of identical nodes); callers treat the result as read-only."""
+    try:
+        return cli.parse(list(args), _table(kind, release)), ""
+    except cli.CliError as exc:
+        return None, exc.message
 
 
 # --- the checks -------------------------------------------------------------------------------------------------------
@@ -723,22 +739,29 @@ def _served(svc: Service) -> tuple[str, str]:
     return served, path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def _reaches(url: str, server: Service, node: Node) -> bool:
-    host, port = url_parts(url)
-    if not host or port is None or server.parsed is None:
-        return False
-    bound = str(server.value("--host") or "")
-    where = set(node.addresses) | ({bound.lower()} if bound and bound not in ("0.0.0.0", "::") else set())
-    serve_port = server.value("--port")
-    if server.docker and not server.docker.has("--network", "--net"):
-        ports = [_published(s) for s in server.docker.values("-p", "--publish")
-                 if s.split("/")[0].rsplit(":", 1)[-1] == str(serve_port)]
-        return host.lower() in where and port in ports
-    return host.lower() in where and port == serve_port
+def _endpoints(nodes: list[Node]) -> dict[tuple[str, int], list[tuple[Node, Service]]]:
+    """Where each server head answers: (address, port) -> the servers reached there."""
+    out: dict[tuple[str, int], list[tuple[Node, Service]]] = defaultdict(list)
+    for node in nodes:
+        for svc in node.services:
+            if svc.kind != "server" or svc.parsed is None or int(svc.value("--node-rank", 0)) != 0:
+                continue
+            bound = str(svc.value("--host") or "")
+            where = set(node.addresses) | ({bound.lower()} if bound and bound not in ("0.0.0.0", "::") else set())
+            port = svc.value("--port")
+            ports = [port]
+            if svc.docker and not svc.docker.has("--network", "--net"):
+                ports = [_published(p) for p in svc.docker.values("-p", "--publish")
+                         if p.split("/")[0].rsplit(":", 1)[-1] == str(port)]
+            for address in where:
+                for reached in ports:
+                    if reached is not None:
+                        out[(address, int(reached))].append((node, svc))
+    return out
 
 
 def check_routers(nodes: list[Node]) -> Iterable[Problem]:
-    servers = [(n, s) for n in nodes for s in n.services if s.kind == "server" and s.parsed is not None]
+    endpoints = _endpoints(nodes)
     for node in nodes:
         for router in (s for s in node.services if s.kind == "router" and s.parsed is not None):
             bound = str(router.value("--host") or "")
@@ -752,8 +775,8 @@ def check_routers(nodes: list[Node]) -> Iterable[Problem]:
             urls = [w[0] for w in prefill] + [w[0] for w in decode] + plain
             found: dict[str, tuple[Node, Service]] = {}
             for url in urls:
-                match = [(n, s) for n, s in servers if _reaches(url, s, n)
-                         and int(s.value("--node-rank", 0)) == 0]
+                host, port = url_parts(url)
+                match = endpoints.get((host.lower(), port), []) if port is not None else []
                 if not match:
                     yield node.host, (f"{router.name} sends requests to {url}, which no server of the site serves "
                                       "(no head whose address and --port match it); check the router's workers group "

@@ -21,6 +21,7 @@ module with the real parsers over every shipped command and a set of tricky ones
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from decimal import Decimal, InvalidOperation
@@ -70,7 +71,7 @@ class Table:
         return str(self.flags[option]["dest"])
 
     def dests(self) -> list[str]:
-        return list(dict.fromkeys(e["dest"] for e in self.flags.values()))
+        return list(self.dest_list)
 
     def names(self, option: str) -> list[str]:
         """Every option string of the action `option` belongs to (argparse names an action by all of them)."""
@@ -79,9 +80,21 @@ class Table:
     def options_of(self, dest: str) -> list[str]:
         return [o for o, e in self.flags.items() if e["dest"] == dest]
 
-    def order(self) -> list[str]:
+    @functools.cached_property
+    def _order(self) -> tuple[tuple[str, ...], frozenset[str]]:
+        every = (*HELP, *self.flags)
+        return every, frozenset(every)
+
+    def order(self) -> tuple[str, ...]:
         """Every option string the parser knows, help first (ArgumentParser adds -h/--help before anything)."""
-        return [*HELP, *self.flags]
+        return self._order[0]
+
+    def known(self, option: str) -> bool:
+        return option in self._order[1]
+
+    @functools.cached_property
+    def dest_list(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e["dest"] for e in self.flags.values()))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,14 +152,13 @@ def classify(token: str, table: Table) -> Optional[tuple[Optional[str], str, Opt
     """argparse's _parse_optional: None for a value, else (option or None if unknown, as written, explicit value)."""
     if not token or token[0] != "-":
         return None
-    known = table.order()
-    if token in known:
+    if table.known(token):
         return token, token, None
     if len(token) == 1:
         return None
     if "=" in token:
         name, explicit = token.split("=", 1)
-        if name in known:
+        if table.known(name):
             return name, name, explicit
     matches = option_tuples(token, table)
     if len(matches) > 1:
@@ -318,7 +330,7 @@ def parse(argv: list[str], table: Table) -> Parsed:
             else:
                 found[i] = hit
                 pattern += "O"
-    namespace: dict[str, Any] = {dest: None for dest in table.dests()}
+    namespace: dict[str, Any] = dict.fromkeys(table.dest_list)
     namespace.update(table.defaults)
     extras: list[str] = []
     occurrences: list[Occurrence] = []
