@@ -284,7 +284,17 @@ def test_same_ports_and_unit_names_on_one_box() -> None:
     same_name["b"]["files"] = {p.replace("sglang-b", "sglang-a").replace("/b.env", "/a.env"): t.replace("/b.env", "/a.env")
                                for p, t in same_name["b"]["files"].items()}
     refused(same_name, "a", r"^/etc/systemd/system/sglang-a\.service is written differently by a and b, which are one "
-                            r"machine \(box1\)")
+                            r"machine \(box1\): each run, the last one written wins\. Give each instance its own name")
+
+
+def test_a_machine_file_two_inventory_names_write_differently() -> None:
+    """Two inventory names of one machine whose exporters' firewall differs (a server's DCGM port, a router's metrics
+    port): one file, two texts, so whichever host runs last drops the other's guard."""
+    nodes = two_tp4("0,1,2,3", "4,5,6,7")
+    nodes["a"]["files"]["/etc/metalserve/monitoring-firewall.nft"] = "table inet metalserve_monitoring {\n  # 9100, 9400\n}\n"
+    nodes["b"]["files"]["/etc/metalserve/monitoring-firewall.nft"] = "table inet metalserve_monitoring {\n  # 9100, 29000\n}\n"
+    refused(nodes, "b", r"^/etc/metalserve/monitoring-firewall\.nft is written differently by a and b, which are one "
+                        r"machine \(box1\): each run, the last one written wins\. A file of the machine must read the same")
 
 
 def test_two_spellings_of_one_flag() -> None:

@@ -680,10 +680,13 @@ def check_machines(nodes: list[Node]) -> Iterable[Problem]:
         for path, versions in sorted(writers.items()):
             if len(versions) > 1:
                 who = sorted({h for owners in versions.values() for h in owners})
+                ours = any(svc.unit == path or path in svc.env_sources.values() for n in here for svc in n.services)
+                hint = ("Give each instance its own name (sglang_instance) or each host its own machine (ansible_host)"
+                        if ours else "A file of the machine must read the same for every host of it (the plan writes "
+                        "one per inventory host); give each host its own machine (ansible_host)")
                 for host in who:
                     yield host, (f"{path} is written differently by {' and '.join(who)}, which are one machine "
-                                 f"({machine}): the second overwrites the first. Give each instance its own name "
-                                 "(sglang_instance) or each host its own machine (ansible_host)")
+                                 f"({machine}): each run, the last one written wins. {hint}")
         # ports: a file (unit) two hosts of the machine write identically runs once
         seen_units: set[tuple[str, str]] = set()
         taken: dict[int, list[tuple[str, str]]] = defaultdict(list)
