@@ -20,7 +20,10 @@ from ansible.vars.manager import VariableManager
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import site as checker
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import plan_site
+try:  # where the lead's refactoring moves it
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site
+except ImportError:
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import plan_site
 from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 SITES = ["example", "h200-4rack", "gb300", "mi355x", "generated-64", "layered", "airgapped"]

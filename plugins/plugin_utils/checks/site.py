@@ -1074,9 +1074,10 @@ def failure_text(problems: list[Problem]) -> str:
 
 
 def nodes_from_site(site: dict[str, Any], hostvars: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """check_site's input from a planned site (placement.plan_site's result): every file a host gets (its own,
-    monitoring's and, on monitoring hosts, the site's monitoring files) and the hardware and addresses the inventory
-    and the gathered facts describe. Nothing the planner decided besides the files is passed on."""
+    """check_site's input from a planned site (plan_site's result): every file a host gets (the serving files, the
+    exporters' and, on monitoring hosts, the site's monitoring files, and the node stages' where the plan has them:
+    the same set rendered/<host>/files/ holds) and the hardware and addresses the inventory and the gathered facts
+    describe. Nothing the planner decided besides the files is passed on."""
     catalog = load_catalog()
     monitoring = site.get("monitoring") or {}
     out: dict[str, dict[str, Any]] = {}
@@ -1084,14 +1085,10 @@ def nodes_from_site(site: dict[str, Any], hostvars: dict[str, dict[str, Any]]) -
         hv = hostvars.get(host) or {}
         files: dict[str, str] = {}
         modes: dict[str, str] = {}
-        sources = [plan.get("files") or {}, (plan.get("monitoring") or {}).get("files") or {}]
-        if host in (monitoring.get("hosts") or []):
-            sources.append(monitoring.get("files") or {})
-        for group in sources:
-            for entry in group.values():
-                if entry.get("content") is not None:
-                    files[entry["path"]] = entry["content"]
-                    modes[entry["path"]] = str(entry.get("mode", ""))
+        for entry in _plan_files(plan, monitoring):
+            if entry.get("content") is not None:
+                files[entry["path"]] = entry["content"]
+                modes[entry["path"]] = str(entry.get("mode", ""))
         facts = hv.get("ansible_facts") or {}
         gpu = hv.get("sglang_gpu") or ((facts.get("metalserve_gpu") or {}).get("gpu_id"))
         platforms = catalog.gpus if not hv.get("sglang_gpu_platforms") else {**catalog.gpus, **hv["sglang_gpu_platforms"]}
@@ -1099,6 +1096,22 @@ def nodes_from_site(site: dict[str, Any], hostvars: dict[str, dict[str, Any]]) -
         out[host] = {"machine": str(hv.get("ansible_host") or host), "gpu": gpu,
                      "vendor": (platform or {}).get("vendor"), "gpus_per_node": (platform or {}).get("gpus_per_node"),
                      "addresses": node_addresses(host, hv), "files": files, "modes": modes}
+    return out
+
+
+def _plan_files(plan: dict[str, Any], monitoring: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every file entry ({path, content, mode, ...}) the roles write on a host: the serving files, the install's
+    marker, the exporters', the monitoring hosts' and the node stages' (when a plan has them)."""
+    out = list((plan.get("files") or {}).values())
+    marker = (plan.get("install") or {}).get("marker")
+    if isinstance(marker, dict):
+        out.append(marker)
+    out += list(((plan.get("monitoring") or {}).get("files") or {}).values())
+    if plan.get("host") in (monitoring.get("hosts") or []):
+        out += list((monitoring.get("files") or {}).values())
+    for stage in (plan.get("stages") or {}).values():
+        if stage.get("applies"):
+            out += list((stage.get("files") or {}).values())
     return out
 
 
