@@ -91,7 +91,7 @@ def action_kind(action: argparse.Action) -> tuple[str, Any]:
         return "append", None
     if isinstance(action, argparse._CountAction):  # noqa: SLF001
         return "count", None
-    if type(action) is argparse._StoreAction:  # noqa: SLF001
+    if isinstance(action, argparse._StoreAction):  # noqa: SLF001
         return "store", None
     # any other custom action (sglang's LoRAPathAction): read as a store of its converted values
     return "other:" + type(action).__name__, None

@@ -432,8 +432,8 @@ def test_ranks_of_an_instance() -> None:
 def test_two_instances_on_one_rendezvous() -> None:
     nodes = tree()
     for host, rank in (("n1", 0), ("n2", 1)):
-        nodes[host] = h200(f"10.0.3.{rank + 1}", {UNITS + "sglang-pair2.service": member(rank),
-                                                 "/etc/sglang/pair.env": "# env\n"})
+        files = {UNITS + "sglang-pair2.service": member(rank), "/etc/sglang/pair.env": "# env\n"}
+        nodes[host] = h200(f"10.0.3.{rank + 1}", files)
     refused(nodes, "n2", r"^sglang-pair\.service and sglang-pair2\.service rendezvous at the same address 10\.0\.1\.1:20000")
 
 

@@ -988,6 +988,10 @@ def _firewalls(unit: str, members: list[tuple[Node, Service]], dist_port: Option
                                   "which is no member's address; the firewall must admit exactly the members")
 
 
+def _hardware(node: Node) -> str:
+    return f"{(node.vendor or '').upper()} {node.gpu}" if node.gpu else (node.vendor or "").upper()
+
+
 def check_vendor(node: Node) -> Iterable[Problem]:
     vendors = _vendors()
     if node.vendor not in vendors:
@@ -1001,11 +1005,11 @@ def check_vendor(node: Node) -> Iterable[Problem]:
             mark = vendors["amd"]["image_mark"]
             rocm = mark in svc.docker.image.lower()
             if node.vendor == "amd" and not rocm:
-                yield node.host, (f"{svc.name} runs {svc.docker.image}, a CUDA image, on an AMD {node.gpu or ''} node; "
+                yield node.host, (f"{svc.name} runs {svc.docker.image}, a CUDA image, on an {_hardware(node)} node; "
                                   "AMD nodes run a ROCm image (the cookbook's lmsysorg/sglang-rocm for the GPU: unset a "
                                   "site-wide sglang_image for AMD racks, or set their own)")
             if node.vendor == "nvidia" and rocm:
-                yield node.host, (f"{svc.name} runs {svc.docker.image}, a ROCm image, on an NVIDIA {node.gpu or ''} "
+                yield node.host, (f"{svc.name} runs {svc.docker.image}, a ROCm image, on an {_hardware(node)} "
                                   "node; NVIDIA nodes run a CUDA image (lmsysorg/sglang)")
             for option in theirs.get("docker_options") or []:
                 if svc.docker.has(option):
@@ -1016,8 +1020,8 @@ def check_vendor(node: Node) -> Iterable[Problem]:
                     yield node.host, (f"{svc.name} passes {device} into its container, a device of "
                                       f"{other.upper()} nodes; {node.host} is {node.vendor.upper()}")
         elif mine.get("uv") is False:
-            yield node.host, (f"{svc.name} runs SGLang from a uv venv ({svc.program[0]}) on an {node.vendor.upper()} "
-                              f"{node.gpu or ''} node: PyPI's SGLang wheels pull CUDA builds of torch and sgl-kernel. "
+            yield node.host, (f"{svc.name} runs SGLang from a uv venv ({svc.program[0]}) on an {_hardware(node)} "
+                              "node: PyPI's SGLang wheels pull CUDA builds of torch and sgl-kernel. "
                               f"{node.vendor.upper()} nodes run the ROCm image: sglang_install_method: docker")
         for key in theirs.get("env") or []:
             if key in svc.env:
@@ -1027,7 +1031,7 @@ def check_vendor(node: Node) -> Iterable[Problem]:
             value = svc.value(flag)
             if value in values:
                 yield node.host, (f"{svc.name} runs {flag} {value}, which only {other.upper()} GPUs have; "
-                                  f"{node.host} is {node.vendor.upper()} {node.gpu or ''}"
+                                  f"{node.host} is {_hardware(node)}"
                                   + (": drop sglang_moe_a2a: deepep (or --moe-a2a-backend) for AMD racks"
                                      if flag == "--moe-a2a-backend" else ""))
 
