@@ -1,6 +1,6 @@
 """The bad-input matrix (tests/bad_inputs.yml): every mistake gives its own clear message.
 
-plan: the placement/recipe engine the plan action runs; argspec: Ansible's ArgumentSpecValidator on the
+plan: the placement/recipe engine the plan action runs, then the site checker over the files it renders; argspec: Ansible's ArgumentSpecValidator on the
 role's meta/argument_specs.yml (what site.yml's first play runs); preflight: the checks on node facts.
 The parser layer needs SGLang and runs in tests/slow/test_bad_inputs_parser.py.
 """
@@ -19,6 +19,7 @@ from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import site as site_checker
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.tests.helpers import REAL_X2, ROOT, SYNTH_X8, raw_from_capture
 
@@ -43,10 +44,19 @@ def test_the_matrix_is_big_enough_and_ids_are_unique() -> None:
     assert len(every) == len(set(every))
 
 
+def plan_problems(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]], host: str) -> list[str]:
+    """A host's problems as render.yml and site.yml report them: the plan's, or, when the whole site plans, the site
+    checker's over the files the nodes would get (checks/site.py)."""
+    planned = site_plan.plan_site(hostvars, groups)
+    if planned["errors"]:
+        return planned["errors"].get(host, [])
+    return [m for h, m in site_checker.check_site(site_checker.nodes_from_site(planned, hostvars)) if h == host]
+
+
 @pytest.mark.parametrize("case", MATRIX["plan"], ids=ids("plan"))
 def test_plan_refuses(case: dict[str, Any]) -> None:
     hostvars, groups, host = site(case)
-    problems = site_plan.plan_site(hostvars, groups)["errors"].get(host)
+    problems = plan_problems(hostvars, groups, host)
     assert problems, f"{host} was planned without a problem"
     text = "\n".join(problems)
     assert re.search(case["expect"], text, re.M), text

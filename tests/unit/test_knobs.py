@@ -132,10 +132,16 @@ def test_dp_attention_size_must_divide_tp() -> None:
     refuses({**H200_HT, "dp_attention": "most"}, r"sglang_dp_attention: 'most' is not inherit, off or a size")
 
 
-@pytest.mark.parametrize("base", [H200_LL, MI355_BAL], ids=["nvidia", "amd"])
-def test_deepep_and_ep(base: dict) -> None:
-    f = flags(serve_args({**base, "moe_a2a": "deepep", "ep": 8}))
+def test_deepep_and_ep() -> None:
+    f = flags(serve_args({**H200_LL, "moe_a2a": "deepep", "ep": 8}))
     assert f["--moe-a2a-backend"] == "deepep" and f["--ep-size"] == "8"
+
+
+def test_deepep_is_refused_on_amd() -> None:
+    """DeepEP's kernels are NVSHMEM/IBGDA on Hopper and Blackwell; SGLang's AMD all-to-all is mori."""
+    refuses({**MI355_BAL, "moe_a2a": "deepep"},
+            r"^sglang_moe_a2a: deepep \(DeepEP\) runs on NVIDIA GPUs only \(data/sglang/vendors\.yml\); mi355x is AMD\. "
+            r"Drop sglang_moe_a2a for these hosts$")
 
 
 def test_ep_must_divide_tp() -> None:
@@ -261,25 +267,131 @@ def test_nested_values_mean_what_they_mean_at_the_top() -> None:
 # --- extra / remove args, env, model path --------------------------------------------------------
 
 def test_extra_args_dict_and_list_forms() -> None:
-    extra = {"--max-running-requests": 384, "--enable-metrics": True, "--chunked-prefill-size": False, "tp": 8}
+    extra = {"--max-running-requests": 384, "--enable-mixed-chunk": True, "--chunked-prefill-size": False, "tp": 8}
     f = flags(serve_args({**H200_HT, "extra_args": extra}))
-    assert f["--max-running-requests"] == "384" and "--enable-metrics" in f and "--chunked-prefill-size" not in f
+    assert f["--max-running-requests"] == "384" and "--enable-mixed-chunk" in f and "--chunked-prefill-size" not in f
     assert f["--tp-size"] == "8"
-    args = serve_args({**H200_HT, "extra_args": ["--dist-timeout 3600", "--enable-metrics", "--log-level=debug"]})
+    args = serve_args({**H200_HT, "extra_args": ["--dist-timeout 3600", "--enable-mixed-chunk", "--log-level=debug"]})
     assert flags(args)["--dist-timeout"] == "3600" and flags(args)["--log-level"] == "debug"
     assert args[-4:] == ["--host", "0.0.0.0", "--port", "30000"]
+
+
+@pytest.mark.parametrize("extra", [{"--tensor-parallel-size": 8}, {"--tp": 8}, ["--tp=8"], ["--tensor-parallel=8"]])
+def test_another_spelling_of_a_flag_replaces_it_where_it_stands(extra: object) -> None:
+    """SGLang 0.5.23 reads --tensor-parallel-size, the prefix --tp and --tensor-parallel as --tp-size (its parser:
+    data/sglang/flags-0.5.23.yml); the edit replaces the cell's --tp-size instead of adding a second spelling."""
+    args = serve_args({**H200_LL, "extra_args": extra})
+    assert args.count("--tp-size") == 1 and "--tensor-parallel-size" not in args
+    assert args[args.index("--tp-size") + 1] == "8" and args[:4] == ["--model-path", "zai-org/GLM-5.3", "--tp-size", "8"]
+
+
+def test_removing_by_another_spelling_removes_the_flag() -> None:
+    f = flags(serve_args({**H200_HT, "remove_args": ["--max-running", "chunked-prefill"]}))
+    assert "--max-running-requests" not in f and "--chunked-prefill-size" not in f
+
+
+@pytest.mark.parametrize("variable,given,expect", [
+    ("extra_args", {"--nccl-init-addr": "10.0.0.9:20000"},
+     r"^sglang_extra_args: --nccl-init-addr \(to SGLang 0\.5\.23 the same as --dist-init-addr\) is set by the collection; "
+     r"change sglang_instance_group / sglang_dist_address / sglang_dist_port instead$"),
+    ("extra_args", ["--dist-init=10.0.0.9:20000"], r"--dist-init \(to SGLang 0\.5\.23 the same as --dist-init-addr\) is set"),
+    ("extra_args", {"--model": "/srv/glm"}, r"--model \(to SGLang 0\.5\.23 the same as --model-path\) is set by the "
+                                            r"collection; change sglang_model_path instead"),
+    ("extra_args", {"--data-parallel-size": 4}, r"--data-parallel-size \(to SGLang 0\.5\.23 the same as --dp-size\) is "
+                                                r"set by the collection; change sglang_dp_attention instead"),
+    ("extra_args", {"--ep": 4}, r"--ep \(to SGLang 0\.5\.23 the same as --ep-size\) is set by the collection; change sglang_ep"),
+    ("extra_args", {"--disaggregation-bootstrap": 9100}, r"change sglang_pd\.bootstrap_port instead"),
+    ("extra_args", {"--enable-metrics": True}, r"^sglang_extra_args: --enable-metrics is set by the collection; change "
+                                               r"sglang_metrics instead$"),
+    ("remove_args", ["--enable-metrics"], r"^sglang_remove_args: --enable-metrics is set by the collection; change "
+                                          r"sglang_metrics instead$"),
+    ("remove_args", ["--enable-dp-attention"], r"^sglang_remove_args: --enable-dp-attention is set by the collection; "
+                                               r"change sglang_dp_attention instead$"),
+    ("extra_args", {"--admin-api": "x"}, r"^sglang_extra_args: --admin-api \(to SGLang 0\.5\.23 the same as "
+                                         r"--admin-api-key\) would put a secret on the command line"),
+])
+def test_owned_flags_are_refused_under_every_spelling(variable: str, given: object, expect: str) -> None:
+    refuses({**H200_HT, variable: given}, expect)
+
+
+def test_an_ambiguous_prefix_is_refused_as_the_parser_refuses_it() -> None:
+    refuses({**H200_HT, "extra_args": {"--dist": 60}},
+            r"^sglang_extra_args: --dist is ambiguous to SGLang 0\.5\.23 \(ambiguous option: --dist could match "
+            r"--dist-timeout, --dist-init-addr\); write the whole flag name$")
+
+
+@pytest.mark.parametrize("extra,expect", [
+    ({"--max-running-requests": "1e3"}, r"^sglang_extra_args: SGLang 0\.5\.23's parser refuses the command: argument "
+                                        r"--max-running-requests: invalid int value: '1e3'$"),
+    ({"--mem-fraction-static": "most"}, r"invalid float value: 'most'"),
+    ({"--tp-size": "8.0"}, r"argument --tp-size/--tensor-parallel-size: invalid int value: '8\.0'"),
+])
+def test_numbers_are_judged_as_sglang_parses_them(extra: dict, expect: str) -> None:
+    refuses({**H200_LL, "extra_args": extra}, expect)
+
+
+def test_numbers_sglang_accepts_pass() -> None:
+    """int('1_000') and int(' +8') are what argparse's int accepts; the command keeps the text as written."""
+    assert flags(serve_args({**H200_LL, "extra_args": {"--max-running-requests": "1_000"}}))[
+        "--max-running-requests"] == "1_000"
+
+
+def test_dp_size_without_dp_attention_is_judged_on_the_final_namespace() -> None:
+    site = {"id": "glm-5.3", "cells": [{"gpu": "h200", "quant": "fp8", "strategy": "balanced", "nodes": 1,
+                                        "flags": {"--tp-size": 8, "--data-parallel-size": 2}}]}
+    refuses({"gpu": "h200", "strategy": "balanced", "recipes": [site]},
+            r"^sglang_recipes \(cell h200/fp8/balanced\): --dp-size 2 without DP attention runs 2 replicas of TP 8 "
+            r"\(16 GPUs\) in glm-5\.3 h200/fp8/balanced/1 node, not the 8 the placement gives it; use sglang_dp_attention")
+
+
+def test_a_tp_size_per_node_on_a_two_node_instance_is_refused() -> None:
+    refuses({"gpu": "h200", "quant": "bf16", "strategy": "balanced", "nodes": 2,
+             "extra_args": {"--tensor-parallel-size": 8}},
+            r"^sglang_extra_args: --tp-size 8 over 2 nodes is 4 GPUs per node, but glm-5\.3 h200/bf16/balanced/2 nodes "
+            r"spans 2 h200 nodes of 8 GPUs: the TP size counts every GPU of the instance, across its nodes \(2 x 8 = 16\)\. "
+            r"Set --tp-size 16, or change sglang_nodes$")
+
+
+def test_site_recipe_cells_cannot_set_managed_flags_or_secrets() -> None:
+    def cell(flags: dict) -> dict:
+        return {"id": "glm-5.3", "cells": [{"gpu": "h200", "quant": "fp8", "strategy": "balanced", "nodes": 1,
+                                            "flags": {"--tp-size": 8, **flags}}]}
+    refuses({"gpu": "h200", "strategy": "balanced", "recipes": [cell({"--port": 31000})]},
+            r"^sglang_recipes \(cell h200/fp8/balanced\): --port is set by the collection; change sglang_port instead$")
+    refuses({"gpu": "h200", "strategy": "balanced", "recipes": [cell({"--api-key": "x"})]},
+            r"^sglang_recipes \(cell h200/fp8/balanced\): --api-key would put a secret on the command line")
+    refuses({"gpu": "h200", "strategy": "balanced",
+             "recipes": [cell({"--served-model-name": "hf_" + "a" * 34})]},
+            r"sglang_served_model_name instead")
+    refuses({"gpu": "h200", "strategy": "balanced",
+             "recipes": [cell({"--json-model-override-args": '{"x": "hf_' + "a" * 34 + '"}'})]},
+            r"^sglang_recipes \(cell h200/fp8/balanced\): --json-model-override-args holds a Hugging Face token \(hf_\.\.\.\); "
+            r"secrets never go on the command line")
+
+
+@pytest.mark.parametrize("env,expect", [
+    ({"HF_TOKEN": "x"}, r"^sglang_env: HF_TOKEN looks like a secret; sglang_env is rendered into the plan"),
+    ({"MC_METADATA": "redis://ops:hunter2@10.0.0.5:6379"},
+     r"^sglang_env\.MC_METADATA holds a URL with a password \(user:password@\); secrets never go"),
+])
+def test_secrets_in_sglang_env_are_refused(env: dict, expect: str) -> None:
+    refuses({**H200_HT, "env": env}, expect)
+
+
+def test_tokens_count_is_not_a_token() -> None:
+    assert recipe({**H200_HT, "env": {"SGLANG_DEEPEP_NUM_MAX_DISPATCH_TOKENS_PER_RANK": 256, "HF_TOKEN_PATH": "/x"}})
 
 
 def test_extra_args_are_checked_against_the_target_release() -> None:
     refuses({**H200_HT, "extra_args": {"--max-runing-requests": 10}},
             r"sglang_extra_args: SGLang 0.5.23 has no flag --max-runing-requests; did you mean --max-running-requests")
-    refuses({**H200_HT, "extra_args": {"--enable-metrics": "yes"}},
-            r"sglang_extra_args: --enable-metrics is a switch in SGLang 0.5.23")
+    refuses({**H200_HT, "extra_args": {"--enable-mixed-chunk": "yes"}},
+            r"sglang_extra_args: --enable-mixed-chunk is a switch in SGLang 0.5.23")
     refuses({**H200_HT, "extra_args": {"--tool-call-parser": "glm99"}},
             r"sglang_extra_args: --tool-call-parser 'glm99' is not accepted by SGLang 0.5.23")
     refuses({**H200_HT, "extra_args": ["--dist-timeout", "1", "2"]}, r"--dist-timeout takes one value")
     refuses({**H200_HT, "extra_args": ["3600"]}, r"'3600' comes before any --flag")
-    refuses({**H200_HT, "extra_args": "--enable-metrics"}, r"sglang_extra_args: expected a mapping")
+    refuses({**H200_HT, "extra_args": "--enable-mixed-chunk"}, r"sglang_extra_args: expected a mapping")
 
 
 @pytest.mark.parametrize("flag,variable", [("--port", "sglang_port"), ("--model-path", "sglang_model_path"),

@@ -55,15 +55,18 @@ def targets(job: dict[str, Any]) -> dict[str, dict[str, str]]:
 def test_servers_run_with_metrics_by_default_and_without_when_asked() -> None:
     on = recipe_engine.recipe({"gpu": "h200", "strategy": "high-throughput"})
     assert "--enable-metrics" in on["args"] and on["metrics"] is True
-    for sel in ({"gpu": "h200", "strategy": "high-throughput", "metrics": False}, {"gpu": "h200", "strategy": "high-throughput", "metrics": "no"},
-                {"gpu": "h200", "strategy": "high-throughput", "remove_args": ["--enable-metrics"]},
-                {"gpu": "h200", "strategy": "high-throughput", "extra_args": {"--enable-metrics": False}}):
+    for sel in ({"gpu": "h200", "strategy": "high-throughput", "metrics": False}, {"gpu": "h200", "strategy": "high-throughput", "metrics": "no"}):
         rec = recipe_engine.recipe(sel)
         assert "--enable-metrics" not in rec["args"] and rec["metrics"] is False, sel
+    # sglang_metrics alone owns the switch: the extra/remove args name it instead of silently changing the scrape
+    for sel in ({"gpu": "h200", "strategy": "high-throughput", "remove_args": ["--enable-metrics"]},
+                {"gpu": "h200", "strategy": "high-throughput", "extra_args": {"--enable-metrics": False}}):
+        with pytest.raises(RecipeError, match=r"--enable-metrics is set by the collection; change sglang_metrics"):
+            recipe_engine.recipe(sel)
 
 
 def test_both_shipped_releases_have_the_switch() -> None:
-    """SGLang's own flag tables (0.5.23 from its parser, 0.5.13.post1 from its wheel) carry --enable-metrics."""
+    """SGLang's own flag tables (0.5.23 and 0.5.13.post1, each from its parser) carry --enable-metrics."""
     for release in ("0.5.23", "0.5.13.post1"):
         rec = recipe_engine.recipe({"gpu": "h200", "strategy": "high-throughput", "sglang_version": release, "install_method": "uv"})
         assert rec["metrics"] and rec["sglang_version"] == release
@@ -97,7 +100,7 @@ def test_the_router_exports_on_the_port_the_plan_names() -> None:
 
 @pytest.mark.parametrize("change,message", [
     ({"sglang_router_extra_args": ["--prometheus-port", "9999"]},
-     r"sglang_router_extra_args: --prometheus-port is set by the collection .* use sglang_router_metrics_port"),
+     r"sglang_router_extra_args: --prometheus-port is set by the collection; use sglang_router_metrics_port instead"),
     ({"sglang_router_metrics_port": 8000}, r"sglang_router_metrics_port: 8000 \(router r1\) is also its serving port"),
     ({"sglang_router_metrics_port": 70000}, r"sglang_router_metrics_port: 70000 \(router r1\) is not a TCP port"),
 ])

@@ -217,10 +217,11 @@ def test_pinned_ranks_must_be_a_permutation(ranks: tuple, message: str) -> None:
         host_plan("n1", hostvars, groups)
 
 
-def test_a_bootstrap_port_moved_by_extra_args_reaches_the_router() -> None:
-    """The router reads the prefill's final command, not the default it assumes."""
+def test_a_bootstrap_port_moved_by_sglang_pd_reaches_the_router() -> None:
+    """The router reads the prefill's final command, not the default it assumes. (sglang_pd owns the port: the extra
+    args refuse --disaggregation-bootstrap-port under any spelling, test_knobs.py.)"""
     # (9100 would collide with the node exporter of the same machine: test_monitoring.py)
-    hostvars = {"p": {**PD, "sglang_pd": {"role": "prefill"}, "sglang_extra_args": {"--disaggregation-bootstrap-port": 9200}},
+    hostvars = {"p": {**PD, "sglang_pd": {"role": "prefill", "bootstrap_port": 9200}},
                 "d": {**PD, "sglang_pd": {"role": "decode"}},
                 "r": {"sglang_role": "router", "sglang_router_workers_group": "pd"}}
     site = plan_site(hostvars, {"pd": ["p", "d"]})

@@ -312,8 +312,25 @@ def benchmarks_path(model_id: str, revision: str | None = None, data_dir: Path =
 @functools.lru_cache(maxsize=None)
 def flag_table(version: str, data_dir: str = str(DATA_DIR)) -> dict[str, dict[str, Any]] | None:
     """Every flag the given SGLang release accepts, or None when we ship no table for it."""
-    tables = _shipped(data_dir).versions.get("flag_tables", {})
-    name = tables.get(version)
+    doc = flag_table_doc(version, data_dir)
+    return None if doc is None else doc["flags"]
+
+
+@functools.lru_cache(maxsize=None)
+def flag_table_doc(version: str, data_dir: str = str(DATA_DIR), key: str = "flag_tables") -> dict[str, Any] | None:
+    """The whole flag table of an SGLang release (flags, defaults, prog), or None when we ship none.
+    key="router_flag_tables": the same for an sglang-router release."""
+    name = _shipped(data_dir).versions.get(key, {}).get(version)
     if not name:
         return None
-    return read_yaml(Path(data_dir) / "sglang" / name)["flags"]
+    return read_yaml(Path(data_dir) / "sglang" / name)
+
+
+def router_flag_table_doc(version: str, data_dir: str = str(DATA_DIR)) -> dict[str, Any] | None:
+    return flag_table_doc(version, data_dir, "router_flag_tables")
+
+
+@functools.lru_cache(maxsize=None)
+def managed(data_dir: str = str(DATA_DIR)) -> dict[str, Any]:
+    """Who owns which dest of a serve / router command line (data/sglang/managed.yml)."""
+    return read_yaml(Path(data_dir) / "sglang" / "managed.yml")

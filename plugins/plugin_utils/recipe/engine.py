@@ -18,7 +18,7 @@ import json
 from collections import defaultdict
 from typing import Any, Callable
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv, cli
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import input_checks
 
@@ -31,8 +31,11 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog i
     checkpoint_of,
     flag_table,
     load_catalog,
+    managed,
+    router_flag_table_doc,
     with_revision,
 )
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_kind
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.revisions import revision_warning, same_command
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import normalize
@@ -293,7 +296,7 @@ def _check_against_table(arg: argv.Arg, table: dict[str, dict[str, Any]], versio
     choices = entry.get("choices")
     values = arg.value if isinstance(arg.value, tuple) else (arg.value,)
     for value in values:
-        if choices and value is not None and value not in choices:
+        if choices and value is not None and value not in [str(c) for c in choices]:
             raise RecipeError(f"{arg.origin}: {arg.name} {value!r} is not accepted by SGLang {version}; choices: "
                               f"{', '.join(choices)}")
 
@@ -306,38 +309,93 @@ PORT_FLAGS = ("--port", "--nccl-port", "--disaggregation-bootstrap-port", "--eng
               "--gated-launch-port")
 
 
+def namespace(b: Build) -> dict[str, Any]:
+    """The final command as the target release's parser reads it (recipe/cli.py over its flag table): every dest with
+    the value SGLang will hold, numbers converted as SGLang converts them. A value the parser refuses is refused
+    here, naming the variable or cell that put it there."""
+    if b.namespace is not None:
+        return b.namespace
+    table = knobs.cli_table(b.version)
+    if table is None:
+        raise RecipeError(unknown_release_message(b.catalog, b.version, _release_source(b)))
+    try:
+        return cli.parse(argv.tokens(b.args), table).namespace
+    except cli.CliError as exc:
+        origin = _origin_of_option(b, exc.option, exc.dest, table)
+        raise RecipeError(f"{origin}: SGLang {b.version}'s parser refuses the command: {exc.message}") from None
+
+
+def _origin_of_option(b: Build, option: str | None, dest: str | None, table: cli.Table) -> str:
+    for arg in b.args:
+        if arg.name == option or (dest is not None and arg.name in table.flags and table.dest(arg.name) == dest):
+            return arg.origin
+    return "the command"
+
+
+def _given(b: Build, flag: str) -> argv.Arg | None:
+    """The Arg that sets the dest of `flag` (in the target release) under any spelling, or None."""
+    table = knobs.cli_table(b.version)
+    if table is None or flag not in table.flags:
+        i = argv.find(b.args, flag)
+        return b.args[i] if i >= 0 else None
+    dest = table.dest(flag)
+    for arg in b.args:
+        if arg.name in table.flags and table.dest(arg.name) == dest:
+            return arg
+    return None
+
+
+def _ns(b: Build, flag: str, default: Any = None) -> Any:
+    """What SGLang holds for the dest of `flag` in the final command."""
+    table = knobs.cli_table(b.version)
+    if table is None or flag not in table.flags:
+        return default
+    value = namespace(b).get(table.dest(flag))
+    return default if value is None else value
+
+
 def _flag_int(b: Build, name: str) -> int | None:
-    value = argv.get(b.args, name)
-    if value is None:
+    """The value of a flag the command gives, as SGLang reads it (None when the command does not give it)."""
+    if _given(b, name) is None:
         return None
-    if not isinstance(value, str) or not value.isdigit():
-        raise RecipeError(f"{_origin(b, name)}: {name} {value!r} must be a whole number")
-    return int(value)
+    value = _ns(b, name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _origin(b: Build, name: str) -> str:
-    i = argv.find(b.args, name)
-    return b.args[i].origin if i >= 0 else "sglang_remove_args"
+    found = _given(b, name)
+    return found.origin if found is not None else "sglang_remove_args"
 
 
 def check_parallel_layout(b: Build) -> None:
-    """The flags the placement depends on must survive extra/remove args and still fit each other."""
-    cell_flags = dict(b.cell.flags)
-    for name in ("--tp-size", "--dp-size"):
-        if name in cell_flags and not argv.has(b.args, name) and not (
-                name == "--dp-size" and not argv.has(b.args, "--enable-dp-attention")):
-            raise RecipeError(f"sglang_remove_args: removing {name} breaks {b.where}: the placement (GPUs per node, "
-                              f"ranks) depends on it. Keep it, or change it with sglang_extra_args")
-    tp = _flag_int(b, "--tp-size") or 1
-    dp = _flag_int(b, "--dp-size")
-    ep = _flag_int(b, "--ep-size")
-    if dp is not None and (dp < 1 or tp % dp):
+    """The flags the placement depends on must survive extra/remove args and still fit each other, judged on the
+    final namespace (what SGLang will hold), whatever spelling set them."""
+    if any(name == "--tp-size" for name, _v in b.cell.flags) and _given(b, "--tp-size") is None:
+        raise RecipeError(f"sglang_remove_args: removing --tp-size breaks {b.where}: the placement (GPUs per node, "
+                          f"ranks) depends on it. Keep it, or change it with sglang_extra_args")
+    tp, dp, pp = int(_ns(b, "--tp-size", 1)), int(_ns(b, "--dp-size", 1)), int(_ns(b, "--pp-size", 1))
+    if dp > 1 and not _ns(b, "--enable-dp-attention", False):
+        who = _given(b, "--dp-size")
+        raise RecipeError(f"{who.origin if who else 'the command'}: --dp-size {dp} without DP attention runs {dp} "
+                          f"replicas of TP {tp} ({dp * tp * pp} GPUs) in {b.where}, not the {tp * pp} the placement "
+                          "gives it; use sglang_dp_attention (a size turns DP attention on, off drops both flags)")
+    if dp < 1 or tp % dp:
         who = _origin(b, "--tp-size") if _origin(b, "--tp-size") != "sglang_dp_attention" else _origin(b, "--dp-size")
         raise RecipeError(f"{who}: --tp-size {tp} no longer fits --dp-size {dp} in {b.where} (the DP size must divide "
                           f"the TP size: {_divisors(tp)}); change sglang_dp_attention together with the TP size")
+    ep = _flag_int(b, "--ep-size")
     if ep is not None and (ep < 1 or tp % ep):
         raise RecipeError(f"{_origin(b, '--ep-size')}: --ep-size {ep} does not divide --tp-size {tp} in {b.where} "
                           f"(choose one of {_divisors(tp)})")
+    nodes = b.cell.nodes
+    have = int(b.platform.get("gpus_per_node") or 0)
+    if nodes > 1 and have and tp * pp != nodes * have:
+        who = _given(b, "--tp-size")
+        raise RecipeError(f"{who.origin if who else 'the command'}: --tp-size {tp}{f' x --pp-size {pp}' if pp > 1 else ''}"
+                          f" over {nodes} nodes is {tp * pp / nodes:g} GPUs per node, but {b.where} spans {nodes} "
+                          f"{b.cell.gpu} nodes of {have} GPUs: the TP size counts every GPU of the instance, across its "
+                          f"nodes ({nodes} x {have} = {nodes * have}). Set --tp-size {nodes * have // pp}, or change "
+                          "sglang_nodes")
     for name in PORT_FLAGS:
         port = _flag_int(b, name)
         if port is not None and not 1 <= port <= 65535:
@@ -354,6 +412,7 @@ def _divisors(n: int) -> str:
 
 
 def final_checks(b: Build) -> Build:
+    b = b.with_(namespace=namespace(b))
     check_parallel_layout(b)
     per_node = gpus_per_node(b)
     if per_node > int(b.platform.get("gpus_per_node", per_node)):
@@ -375,7 +434,7 @@ def final_checks(b: Build) -> Build:
 
 
 def gpus_per_node(b: Build) -> int:
-    total = b.int_flag("--tp-size") * b.int_flag("--pp-size")
+    total = int(_ns(b, "--tp-size", 1)) * int(_ns(b, "--pp-size", 1))
     return max(1, total // b.cell.nodes)
 
 
@@ -410,16 +469,18 @@ def _build(selection: Any) -> Build:
     port, dist = resolve_ports(catalog, sel)
     checkpoint = checkpoint_of(model, cell.gpu, cell.quant)["id"]
     args = [argv.Arg("--model-path", checkpoint, "cell")]
-    args += [argv.Arg(name, argv.as_value(value), f"cell {cell.gpu}/{cell.quant}/{cell.strategy}")
+    where = f"cell {cell.gpu}/{cell.quant}/{cell.strategy}"
+    args += [argv.Arg(name, argv.as_value(value), f"sglang_recipes ({where})" if cell.origin == "site" else where)
              for name, value in cell.flags]
     b = Build(sel=sel, catalog=catalog, model=model, platform=platform, cell=cell, version=version,
               args=args, env=dict(cell.env), port=port, dist_port=dist, warnings=tuple(release_warnings))
+    b = knobs.cell_args(b)
     for knob in KNOB_ORDER:
         b = knob(b)
-    table = flag_table(version)
-    b = knobs.apply_extra_args(b, table)
+    b = knobs.apply_extra_args(b)
     b = knobs.apply_remove_args(b)
     b = knobs.apply_listen(b)
+    knobs.check_env(sel["env"] or {})
     b = b.with_(env={**b.env, **{str(k): str(v) for k, v in (sel["env"] or {}).items()}})
     return final_checks(translate(b))
 
@@ -536,10 +597,6 @@ def node_args(b: Build, node_rank: Any = 0, head_address: Any = None) -> list[st
     return argv.tokens(argv.insert_after(b.args, anchor, trio))
 
 
-#: router flags the plan owns: the scrape configuration must know where the router's metrics are
-ROUTER_METRICS_FLAGS = ("--prometheus-port", "--prometheus-host")
-
-
 def router_args(spec: Any) -> list[str]:
     """argv after `python3 -m sglang_router.launch_router`.
 
@@ -579,12 +636,76 @@ def router_args(spec: Any) -> list[str]:
     host = str(spec.get("host") or "0.0.0.0")
     out += ["--host", host, "--port", str(port)]
     extra = [str(t) for t in spec.get("extra_args") or []]
-    owned = [t.split("=", 1)[0] for t in extra if t.split("=", 1)[0] in ROUTER_METRICS_FLAGS]
-    if owned:
-        raise RecipeError(f"sglang_router_extra_args: {', '.join(owned)} is set by the collection (the site's scrape "
-                          "configuration reads it); use sglang_router_metrics_port, and sglang_host for the address")
+    table = router_table()
+    given = router_extra_dests(extra, table)
     if spec.get("metrics_port"):
         out += ["--prometheus-host", host, "--prometheus-port", str(spec["metrics_port"])]
     if spec.get("policy"):
         out += ["--policy", str(spec["policy"])]
-    return out + [str(t) for t in defaults] + extra
+    # a default the extra args set again is theirs to set (data/sglang/router.yml: "override them")
+    kept = [t for t in _by_flag([str(t) for t in defaults]) if _dest_of(t[0], table) not in given]
+    return out + [token for group in kept for token in group] + extra
+
+
+def router_table() -> cli.Table:
+    """sglang-router's flag table (the pinned router release the installs carry)."""
+    release = str(load_catalog().versions["router_pinned"])
+    doc = router_flag_table_doc(release)
+    if doc is None:
+        raise RecipeError(f"sglang-router {release} has no flag table in this collection (data/sglang/versions.yml "
+                          "router_flag_tables); regenerate it: tools/sglang_flag_table.py --from-parser --router")
+    return cli.Table.of(doc)
+
+
+def _by_flag(tokens: list[str]) -> list[list[str]]:
+    """Tokens grouped per flag: [--flag, value...]."""
+    groups: list[list[str]] = []
+    for token in tokens:
+        if token.startswith("--") or not groups:
+            groups.append([token])
+        else:
+            groups[-1].append(token)
+    return groups
+
+
+def _dest_of(token: str, table: cli.Table) -> str | None:
+    try:
+        return table.dest(cli.resolve(token.split("=", 1)[0], table))
+    except cli.CliError:
+        return None
+
+
+def router_extra_dests(extra: list[str], table: cli.Table) -> set[str]:
+    """The dests sglang_router_extra_args set, as sglang-router reads them; a flag the collection sets (under any
+    spelling sglang-router accepts), a secret flag or a secret-shaped value is refused."""
+    owned = managed()["router"]
+    owners = {table.dest(f): (f, o) for f, o in owned["collection"].items() if f in table.flags}
+    secrets = {table.dest(f): f for f in owned["secret"] if f in table.flags}
+    dests: set[str] = set()
+    for token in extra:
+        kind = secret_kind(token)
+        if kind:
+            raise RecipeError(f"sglang_router_extra_args: a value holds {kind}; secrets never go on the command line "
+                              "(ps, the unit file, the plan and --diff show it)")
+        if not token.startswith("-"):
+            continue
+        name = token.split("=", 1)[0]
+        try:
+            option = cli.resolve(name, table)
+        except cli.CliError as exc:
+            if exc.message.startswith("ambiguous option"):
+                raise RecipeError(f"sglang_router_extra_args: {name} is ambiguous to sglang-router {table.release} "
+                                  f"({exc.message}); write the whole flag name") from None
+            raise RecipeError(f"sglang_router_extra_args: sglang-router {table.release} has no flag {name}"
+                              f"{knobs.suggest(name, table.flags)}") from None
+        dest = table.dest(option)
+        if dest in secrets:
+            raise RecipeError(f"sglang_router_extra_args: {name} would put a secret on the command line (visible in ps "
+                              "and the unit file); the router's API key is not managed by this collection yet, so "
+                              "keep the router on a private network")
+        if dest in owners:
+            flag, owner = owners[dest]
+            shown = name if name == flag else f"{name} (to sglang-router the same as {flag})"
+            raise RecipeError(f"sglang_router_extra_args: {shown} is set by the collection; use {owner} instead")
+        dests.add(dest)
+    return dests

@@ -12,9 +12,8 @@ from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_env_name
 
-# HF_TOKEN, OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY, DB_PASSWORD...; not SGLANG_..._TOKENS_PER_RANK
-SECRET_NAME = re.compile(r"(^|_)(TOKEN|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)$|SECRET|PASSW(OR)?D", re.I)
 SECRET_HOME = {"HF_TOKEN": "sglang_hf_token", "HUGGING_FACE_HUB_TOKEN": "sglang_hf_token"}
 HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}[A-Za-z0-9])?)*$")
 
@@ -28,7 +27,7 @@ def check_install_method(sel: dict[str, Any]) -> None:
 
 def check_env(sel: dict[str, Any]) -> None:
     for name in sel.get("env") or {}:
-        if SECRET_NAME.search(str(name)):
+        if secret_env_name(name):
             home = SECRET_HOME.get(str(name).upper(), "sglang_hf_token or sglang_api_key")
             raise RecipeError(f"sglang_env: {name} looks like a secret; sglang_env is rendered into the plan and "
                               f"shown in diffs. Put it in {home} (vault it), which reaches only the 0600 environment "

@@ -9,31 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from typing import Any
+import functools
+from typing import Any, Optional
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv, cli
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (
-    Catalog,
-    Cell,
-    Model,
-    checkpoint_of,
-    flag_table,
-)
+    DATA_DIR, Catalog, Cell, Model, checkpoint_of, flag_table, flag_table_doc, managed, read_yaml)
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_kind
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import coerce
 
 PARALLEL_FLAGS = ("--tp-size", "--pp-size", "--quantization", "--dp-size", "--enable-dp-attention",
                   "--moe-a2a-backend", "--ep-size")
-RESERVED = {
-    "--model-path": "sglang_model_path",
-    "--host": "sglang_host",
-    "--port": "sglang_port",
-    "--nnodes": "sglang_nodes",
-    "--node-rank": "sglang_instance_group (rank = position in the group)",
-    "--dist-init-addr": "sglang_instance_group / sglang_dist_address / sglang_dist_port",
-}
-SECRET_FLAGS = ("--api-key", "--admin-api-key")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +37,8 @@ class Build:
     port: int
     dist_port: int
     warnings: tuple[str, ...] = ()
+    #: the final command as the release's parser reads it (engine.final_checks fills it)
+    namespace: Optional[dict[str, Any]] = None
 
     def with_(self, **changes: Any) -> "Build":
         return dataclasses.replace(self, **changes)
@@ -166,6 +156,11 @@ def apply_moe(b: Build) -> Build:
         raise RecipeError(f"{used}: {b.model.id} is a dense model (no experts; model.yml moe: false), so there is no "
                           "MoE all-to-all or expert parallelism to set. Drop it")
     if b.sel["moe_a2a"] == "deepep":
+        owner = vendor_of_value("--moe-a2a-backend", "deepep")
+        if owner and owner != b.vendor:
+            raise RecipeError(f"sglang_moe_a2a: deepep (DeepEP) runs on {owner.upper()} GPUs only "
+                              f"(data/sglang/vendors.yml); {b.cell.gpu} is {b.vendor.upper()}. Drop sglang_moe_a2a "
+                              "for these hosts")
         args = _put_near_parallel(args, "--moe-a2a-backend", "deepep", "sglang_moe_a2a")
     ep = b.sel["ep"]
     if ep is not None:
@@ -175,6 +170,14 @@ def apply_moe(b: Build) -> Build:
                               f"1, {_divisors(tp)}")
         args = _put_near_parallel(args, "--ep-size", str(ep), "sglang_ep")
     return b.with_(args=args)
+
+
+def vendor_of_value(flag: str, value: str) -> Optional[str]:
+    """The GPU vendor a flag's value is specific to (data/sglang/vendors.yml), or None."""
+    for vendor, facts in read_yaml(DATA_DIR / "sglang" / "vendors.yml").items():
+        if value in ((facts.get("values") or {}).get(flag) or []):
+            return str(vendor)
+    return None
 
 
 # --- speculative decoding ----------------------------------------------------------------------
@@ -448,6 +451,27 @@ def apply_metrics(b: Build) -> Build:
 
 
 # --- extra and removed args ------------------------------------------------------------------------
+#
+# Every flag name an operator gives (sglang_extra_args, sglang_remove_args) or a site recipe's cell carries is read
+# the way the target release's parser reads it (recipe/cli.py over its flag table): a unique prefix, an alias or a
+# --flag=value form is the same dest as the canonical flag, so no spelling gets past an owner (data/sglang/managed.yml)
+# and an edit replaces the flag the command already has instead of adding a second spelling of it.
+
+@dataclasses.dataclass(frozen=True)
+class Flag:
+    """A flag name as given, the option string the target release's parser reads it as, and its dest there."""
+
+    written: str
+    name: str
+    dest: Optional[str]
+
+
+@functools.lru_cache(maxsize=None)
+def cli_table(version: str) -> Optional[cli.Table]:
+    """The target release's flag table as recipe/cli.py reads it, or None when none is shipped."""
+    doc = flag_table_doc(version)
+    return cli.Table.of(doc) if doc else None
+
 
 def canonical_flag(name: Any, aliases: dict[str, str], variable: str) -> str:
     text = str(name).strip()
@@ -458,21 +482,87 @@ def canonical_flag(name: Any, aliases: dict[str, str], variable: str) -> str:
     return aliases.get(text, text)
 
 
-def _reserved(name: str, variable: str) -> None:
-    if name in RESERVED:
-        raise RecipeError(f"{variable}: {name} is set by the collection; change {RESERVED[name]} instead")
-    if name in SECRET_FLAGS:
-        raise RecipeError(f"{variable}: {name} would put a secret on the command line (visible in ps and the "
-                          "unit file); secrets go only into the 0600 environment/config files")
+def spelled(name: str, version: str, renames: list[dict[str, Any]]) -> str:
+    """A renamed flag under the spelling the release knows (data/sglang/versions.yml renames)."""
+    for rule in renames:
+        if name in (rule["old"], rule["new"]):
+            return rule["new"] if at_least(version, rule["new_since"]) else rule["old"]
+    return name
 
 
-def extra_pairs(extra: Any, aliases: dict[str, str], table: dict[str, dict[str, Any]] | None) -> list[tuple[str, Any]]:
+def resolve_flag(raw: Any, variable: str, catalog: Catalog, version: str) -> Flag:
+    """A flag name as the release's parser reads it (a unique prefix expanded, an alias kept: both name its dest);
+    a name it does not know is left for translate() to refuse with its suggestions, an ambiguous prefix is refused
+    here."""
+    written = str(raw).strip()
+    name = spelled(canonical_flag(raw, catalog.versions["aliases"], variable), version,
+                   catalog.versions.get("renames", []))
+    table = cli_table(version)
+    if table is None:
+        return Flag(written, name, None)
+    try:
+        option = cli.resolve(name, table)
+    except cli.CliError as exc:
+        if exc.message.startswith("ambiguous option"):
+            raise RecipeError(f"{variable}: {written} is ambiguous to SGLang {version} ({exc.message}); write the "
+                              "whole flag name") from None
+        return Flag(written, name, None)
+    return Flag(written, option, table.dest(option))
+
+
+@functools.lru_cache(maxsize=None)
+def owners(version: str) -> dict[str, tuple[str, str, str]]:
+    """{dest: (flag, owner, scope)} of data/sglang/managed.yml's serve flags in one release (scope: collection,
+    knobs or secret)."""
+    table = cli_table(version)
+    owned = managed()["serve"]
+    out: dict[str, tuple[str, str, str]] = {}
+    for scope in ("collection", "knobs"):
+        for flag, owner in owned[scope].items():
+            if table is not None and flag in table.flags:
+                out[table.dest(flag)] = (flag, str(owner), scope)
+    for flag in owned["secret"]:
+        if table is not None and flag in table.flags:
+            out[table.dest(flag)] = (flag, "", "secret")
+    return out
+
+
+def check_owner(flag: Flag, variable: str, version: str, knob_owned: bool = True) -> None:
+    """Refuse a flag the collection sets (naming the variable that owns it) and any secret flag, under any spelling."""
+    found = owners(version).get(flag.dest or "") if flag.dest else None
+    if found is None:
+        return
+    canonical, owner, scope = found
+    shown = flag.written if flag.written == canonical else f"{flag.written} (to SGLang {version} the same as {canonical})"
+    if scope == "secret":
+        raise RecipeError(f"{variable}: {shown} would put a secret on the command line (visible in ps and the unit "
+                          "file); secrets go only into the 0600 environment/config files (sglang_api_key)")
+    if scope == "collection" or knob_owned:
+        raise RecipeError(f"{variable}: {shown} is set by the collection; change {owner} instead")
+
+
+def check_secret_value(value: Any, what: str) -> None:
+    """Refuse a value shaped like a secret (data/secrets.yml), naming where it is and its kind, never the value."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    for item in values:
+        kind = secret_kind(item)
+        if kind:
+            raise RecipeError(f"{what} holds {kind}; secrets never go on the command line, into the plan or into "
+                              "rendered/ (ps, the unit file and --diff show them). Keep it in a vaulted variable the "
+                              "collection passes as a secret (sglang_hf_token, sglang_api_key)")
+
+
+def extra_pairs(extra: Any, b: Build) -> list[tuple[Flag, Any]]:
     """sglang_extra_args as (flag, value) pairs; value True = switch, False = remove, list = several."""
     variable = "sglang_extra_args"
     if extra is None:
         return []
+
+    def flag(name: Any) -> Flag:
+        return resolve_flag(name, variable, b.catalog, b.version)
+
     if isinstance(extra, dict):
-        return [(canonical_flag(k, aliases, variable), v) for k, v in extra.items()]
+        return [(flag(k), v) for k, v in extra.items()]
     if not isinstance(extra, (list, tuple)):
         raise RecipeError(f"{variable}: expected a mapping {{--flag: value}} or a list of tokens, got "
                           f"{type(extra).__name__} {extra!r}")
@@ -481,34 +571,54 @@ def extra_pairs(extra: Any, aliases: dict[str, str], table: dict[str, dict[str, 
         if isinstance(item, (dict, list)):
             raise RecipeError(f"{variable}: list items must be strings such as '--flag value', got {item!r}")
         tokens.extend(str(item).split())
-    pairs: list[tuple[str, Any]] = []
+    table = flag_table(b.version)
+    pairs: list[tuple[Flag, Any]] = []
     for token in tokens:
         if token.startswith("--"):
             name, eq, value = token.partition("=")
-            pairs.append((canonical_flag(name, aliases, variable), value if eq else True))
+            pairs.append((flag(name), value if eq else True))
         elif not pairs:
             raise RecipeError(f"{variable}: {token!r} comes before any --flag")
         else:
-            name, previous = pairs[-1]
-            entry = (table or {}).get(name)
+            found, previous = pairs[-1]
+            entry = (table or {}).get(found.name)
             multi = entry is not None and entry["nargs"] not in (0, 1, "?")
             if previous is True:
-                pairs[-1] = (name, token)
+                pairs[-1] = (found, token)
             elif multi:
-                pairs[-1] = (name, (list(previous) if isinstance(previous, list) else [previous]) + [token])
+                pairs[-1] = (found, (list(previous) if isinstance(previous, list) else [previous]) + [token])
             else:
-                raise RecipeError(f"{variable}: {name} takes one value, got {previous!r} and {token!r}")
+                raise RecipeError(f"{variable}: {found.written} takes one value, got {previous!r} and {token!r}")
     return pairs
 
 
-def apply_extra_args(b: Build, table: dict[str, dict[str, Any]] | None) -> Build:
+def same_dest(args: argv.Args, flag: Flag, version: str) -> list[int]:
+    """Where the command already has this flag, under any spelling of its dest."""
+    table = cli_table(version)
+    out = []
+    for i, arg in enumerate(args):
+        if arg.name == flag.name:
+            out.append(i)
+        elif flag.dest is not None and table is not None and arg.name in table.flags \
+                and table.dest(arg.name) == flag.dest:
+            out.append(i)
+    return out
+
+
+def apply_extra_args(b: Build) -> Build:
     args = b.args
-    for name, value in extra_pairs(b.sel["extra_args"], b.catalog.versions["aliases"], table):
-        _reserved(name, "sglang_extra_args")
+    for flag, value in extra_pairs(b.sel["extra_args"], b):
+        check_owner(flag, "sglang_extra_args", b.version)
+        where = same_dest(args, flag, b.version)
         if value is False or value is None:
-            args = argv.drop(args, name)
+            args = [a for i, a in enumerate(args) if i not in where]
+            continue
+        check_secret_value(value, f"sglang_extra_args: {flag.written}")
+        new = argv.Arg(args[where[0]].name if where else flag.name, argv.as_value(value), "sglang_extra_args")
+        if where:
+            args = [new if i == where[0] else a for i, a in enumerate(args) if i == where[0] or i not in where]
         else:
-            args = argv.put(args, name, argv.as_value(value), "sglang_extra_args")
+            args = args + [new]
     return b.with_(args=args)
 
 
@@ -516,12 +626,38 @@ def apply_remove_args(b: Build) -> Build:
     names = b.sel["remove_args"] or []
     args = b.args
     for raw in names:
-        name = canonical_flag(raw, b.catalog.versions["aliases"], "sglang_remove_args")
-        _reserved(name, "sglang_remove_args")
-        if not argv.has(args, name):
-            b = b.warn(f"sglang_remove_args: {name} is not in the command of {b.where}; nothing removed")
-        args = argv.drop(args, name)
+        flag = resolve_flag(raw, "sglang_remove_args", b.catalog, b.version)
+        check_owner(flag, "sglang_remove_args", b.version)
+        where = same_dest(args, flag, b.version)
+        if not where:
+            b = b.warn(f"sglang_remove_args: {flag.written} is not in the command of {b.where}; nothing removed")
+        args = [a for i, a in enumerate(args) if i not in where]
     return b.with_(args=args)
+
+
+def cell_args(b: Build) -> Build:
+    """The cell's flags as the release reads them (a prefix such as --tp becomes the flag it stands for); a site
+    recipe's cell may not set what the collection sets, and no cell may carry a secret."""
+    site = b.cell.origin == "site"
+    variable = f"sglang_recipes (cell {b.cell.gpu}/{b.cell.quant}/{b.cell.strategy})"
+    args = []
+    for arg in b.args:
+        if arg.origin == "cell":  # the model path the engine put first
+            args.append(arg)
+            continue
+        flag = resolve_flag(arg.name, variable, b.catalog, b.version)
+        if site:
+            check_owner(flag, variable, b.version, knob_owned=False)
+        check_secret_value(arg.value, f"{variable}: {flag.written}" if site else f"cell {b.cell.gpu}: {flag.written}")
+        args.append(arg._replace(name=flag.name) if flag.dest is not None else arg)
+    return b.with_(args=args)
+
+
+def check_env(env: dict[str, Any]) -> None:
+    """sglang_env ends up in the plan, rendered/ and --diff: no secret-shaped value (secret-named variables are refused
+    by input_checks.check_env)."""
+    for key, value in env.items():
+        check_secret_value(value, f"sglang_env.{key}")
 
 
 def apply_listen(b: Build) -> Build:

@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a secret looks like (data/secrets.yml): tokens, keys, URLs with a password, secret-named variables. Pure.
+
+The planner refuses such values in its inputs, the site checker in what the nodes get; both say which kind of
+secret was found and where, never the value itself.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+from typing import Optional
+
+import yaml
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "secrets.yml"
+
+
+@functools.lru_cache(maxsize=1)
+def _rules() -> tuple[tuple[tuple[str, re.Pattern[str]], ...], re.Pattern[str], re.Pattern[str]]:
+    doc = yaml.safe_load(DATA.read_text(encoding="utf-8"))
+    patterns = tuple((str(p["kind"]), re.compile(p["regex"])) for p in doc["patterns"])
+    return patterns, re.compile(doc["env_name"]), re.compile(doc["placeholder"])
+
+
+def secret_kind(text: object) -> Optional[str]:
+    """The kind of secret a text holds ('a Hugging Face token (hf_...)'), or None."""
+    value = str(text)
+    for kind, pattern in _rules()[0]:
+        if pattern.search(value):
+            return kind
+    return None
+
+
+def secret_env_name(name: object) -> bool:
+    """Whether an environment variable's value is a secret by its name (HF_TOKEN, WANDB_API_KEY)."""
+    return bool(_rules()[1].search(str(name)))
+
+
+def placeholder(value: object) -> bool:
+    """Whether a value is the plan's placeholder for a secret the serving role fills on the node."""
+    return bool(_rules()[2].match(str(value)))
