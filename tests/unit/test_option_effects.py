@@ -150,7 +150,8 @@ def hostvars(method: str) -> dict[str, dict[str, Any]]:
         if values.get("sglang_nodes") or values.get("sglang_pd"):
             facts["metalserve_fabric"] = FABRIC
         out = {"ansible_host": ip, "ansible_facts": facts, **values}
-        if method == "uv" and values.get("sglang_role", "server") != "none":
+        # AMD nodes run the ROCm image in both sites (PyPI's SGLang wheels are CUDA builds: uv is refused there)
+        if method == "uv" and values.get("sglang_role", "server") != "none" and values.get("sglang_gpu") != "mi355x":
             out["sglang_install_method"] = "uv"
         return out
     return {

@@ -193,7 +193,8 @@ def test_head_address_comes_from_the_rendezvous_interface_when_facts_are_known()
     assert plan["argv"][plan["argv"].index("--dist-init-addr") + 1] == "192.168.7.1:20000"
     hostvars["n1"]["ansible_facts"] = {"metalserve_fabric": {"interfaces": {"ens1f0": ["192.168.8.1"]}}}
     assert host_plan("n2", hostvars, groups)["head_address"] == "192.168.8.1"
-    hostvars["n1"]["sglang_dist_address"] = "10.9.9.9"
+    hostvars["n1"]["sglang_dist_address"] = "10.9.9.9"  # an address of another interface of n1 (its facts say so)
+    hostvars["n1"]["ansible_facts"]["all_ipv4_addresses"] = ["192.168.8.1", "10.9.9.9"]
     assert host_plan("n2", hostvars, groups)["head_address"] == "10.9.9.9"
 
 

@@ -43,7 +43,9 @@ def one(host_vars: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("method", ["uv", "docker"])
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_unit_for_every_family_and_method(family: str, method: str) -> None:
-    plan = one({**FAMILIES[family], "sglang_model_path": "/nvme/glm", "sglang_install_method": method})
+    # an AMD uv venv is built from the site's own ROCm wheels (PyPI's are CUDA builds: refused without them)
+    own = {"sglang_install_find_links": ["/srv/rocm-wheels"]} if method == "uv" and family.startswith("mi") else {}
+    plan = one({**FAMILIES[family], "sglang_model_path": "/nvme/glm", "sglang_install_method": method, **own})
     unit = plan["files"]["unit"]["content"]
     service = parse(unit)["Service"]
     argv = exec_argv(unit)

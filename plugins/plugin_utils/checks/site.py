@@ -992,6 +992,15 @@ def _hardware(node: Node) -> str:
     return f"{(node.vendor or '').upper()} {node.gpu}" if node.gpu else (node.vendor or "").upper()
 
 
+def _own_wheels(node: Node, svc: Service) -> bool:
+    """Whether the venv a uv server runs from was built from the site's own package index or wheelhouse: its
+    requirements file (sglang_install's marker, <venv>/.metalserve-requirements) names one."""
+    venv = svc.program[0].rsplit("/bin/", 1)[0]
+    marker = node.files.get(f"{venv}/.metalserve-requirements") or ""
+    return any(line.split()[:1] and line.split()[0] in ("--index-url", "--extra-index-url", "--find-links")
+               for line in marker.splitlines())
+
+
 def check_vendor(node: Node) -> Iterable[Problem]:
     vendors = _vendors()
     if node.vendor not in vendors:
@@ -1019,10 +1028,12 @@ def check_vendor(node: Node) -> Iterable[Problem]:
                 if any(d.split(":")[0] == device or d.startswith(device + "/") for d in svc.docker.values("--device")):
                     yield node.host, (f"{svc.name} passes {device} into its container, a device of "
                                       f"{other.upper()} nodes; {node.host} is {node.vendor.upper()}")
-        elif mine.get("uv") is False:
+        elif mine.get("uv") is False and not _own_wheels(node, svc):
             yield node.host, (f"{svc.name} runs SGLang from a uv venv ({svc.program[0]}) on an {_hardware(node)} "
                               "node: PyPI's SGLang wheels pull CUDA builds of torch and sgl-kernel. "
-                              f"{node.vendor.upper()} nodes run the ROCm image: sglang_install_method: docker")
+                              f"{node.vendor.upper()} nodes run the ROCm image (sglang_install_method: docker), or a "
+                              "venv from the site's own ROCm wheels (sglang_install_index_url, _extra_index_urls or "
+                              "_find_links)")
         for key in theirs.get("env") or []:
             if key in svc.env:
                 yield node.host, (f"{svc.name} sets {key}, which only {other.upper()} runtimes read; {node.host} is "
@@ -1082,6 +1093,8 @@ def nodes_from_site(site: dict[str, Any], hostvars: dict[str, dict[str, Any]]) -
     exporters' and, on monitoring hosts, the site's monitoring files, and the node stages' where the plan has them:
     the same set rendered/<host>/files/ holds) and the hardware and addresses the inventory and the gathered facts
     describe. Nothing the planner decided besides the files is passed on."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import node_files  # noqa: PLC0415
+
     catalog = load_catalog()
     monitoring = site.get("monitoring") or {}
     out: dict[str, dict[str, Any]] = {}
@@ -1089,7 +1102,7 @@ def nodes_from_site(site: dict[str, Any], hostvars: dict[str, dict[str, Any]]) -
         hv = hostvars.get(host) or {}
         files: dict[str, str] = {}
         modes: dict[str, str] = {}
-        for entry in _plan_files(plan, monitoring):
+        for entry in node_files(plan, monitoring).values():
             if entry.get("content") is not None:
                 files[entry["path"]] = entry["content"]
                 modes[entry["path"]] = str(entry.get("mode", ""))
@@ -1100,22 +1113,6 @@ def nodes_from_site(site: dict[str, Any], hostvars: dict[str, dict[str, Any]]) -
         out[host] = {"machine": str(hv.get("ansible_host") or host), "gpu": gpu,
                      "vendor": (platform or {}).get("vendor"), "gpus_per_node": (platform or {}).get("gpus_per_node"),
                      "addresses": node_addresses(host, hv), "files": files, "modes": modes}
-    return out
-
-
-def _plan_files(plan: dict[str, Any], monitoring: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every file entry ({path, content, mode, ...}) the roles write on a host: the serving files, the install's
-    marker, the exporters', the monitoring hosts' and the node stages' (when a plan has them)."""
-    out = list((plan.get("files") or {}).values())
-    marker = (plan.get("install") or {}).get("marker")
-    if isinstance(marker, dict):
-        out.append(marker)
-    out += list(((plan.get("monitoring") or {}).get("files") or {}).values())
-    if plan.get("host") in (monitoring.get("hosts") or []):
-        out += list((monitoring.get("files") or {}).values())
-    for stage in (plan.get("stages") or {}).values():
-        if stage.get("applies"):
-            out += list((stage.get("files") or {}).values())
     return out
 
 

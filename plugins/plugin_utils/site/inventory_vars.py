@@ -15,8 +15,9 @@ READ_ALSO = ("ansible_host", "ansible_python_interpreter")
 PREFIXES = ("sglang_", "monitoring_", "nvidia_driver_", "rocm_driver_", "rdma_", "container_runtime_", "model_weights_",
             "preflight_", "node_acceptance_", "nftables_")
 #: the facts the plan reads: GPUs and fabric (our probes), the default address, the OS and CPU (driver, runtime)
-FACTS = ("metalserve_fabric", "metalserve_gpu", "default_ipv4", "distribution", "distribution_major_version",
-         "distribution_version", "distribution_release", "architecture", "os_family")
+FACTS = ("metalserve_fabric", "metalserve_gpu", "default_ipv4", "all_ipv4_addresses", "all_ipv6_addresses",
+         "distribution", "distribution_major_version", "distribution_version", "distribution_release", "architecture",
+         "os_family")
 
 
 def _read(view: Any, name: str, broken: list[str]) -> tuple[bool, Any]:

@@ -230,11 +230,15 @@ def monitor_addresses(hostvars: dict[str, dict[str, Any]], groups: dict[str, lis
     return list(dict.fromkeys(found)), unknown
 
 
-def firewall_files(plan: dict[str, Any], sources: list[str] | None) -> dict[str, dict[str, Any]]:
+def firewall_files(plan: dict[str, Any], sources: list[str] | None,
+                   machine: tuple[list[str], list[int]] | None = None) -> dict[str, dict[str, Any]]:
+    """The scrape firewall of a host. Inventory names of one machine share one file (their guarded ports together):
+    `machine` is (its inventory names, their ports)."""
     mon = plan["monitoring"]
     if not (mon["firewall"] and mon["guarded_ports"] and sources is not None):
         return {}
-    text = firewall.monitoring_ruleset(plan["host"], mon["guarded_ports"], sources) if sources else None
+    names, ports = machine or ([plan["host"]], mon["guarded_ports"])
+    text = firewall.monitoring_ruleset(", ".join(names), ports, sources) if sources else None
     return {"firewall": _file(firewall.MONITORING.file, text, "0644"),
             "firewall_unit": _file(f"/etc/systemd/system/{firewall.MONITORING.unit}",
                                    firewall.table_unit(firewall.MONITORING), "0644")}
@@ -699,8 +703,13 @@ def site_monitoring(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[s
                 plan["resolved"].append(runtime.resolved(
                     "monitoring firewall", None, f"the IPv4 of monitoring host(s) {', '.join(unknown)} (default_ipv4 "
                     "facts, or ansible_host as an IP); not gathered yet, so site.yml writes it once they are", False))
+    by_machine: dict[str, list[str]] = {}
+    for host in sorted(ok):
+        by_machine.setdefault(placement.machine_of(host, hostvars[host]), []).append(host)
     for plan in ok.values():
-        plan["monitoring"]["files"].update(firewall_files(plan, sources))
+        names = by_machine[placement.machine_of(plan["host"], hostvars[plan["host"]])]
+        ports = sorted({p for h in names if ok[h]["monitoring"]["firewall"] for p in ok[h]["monitoring"]["guarded_ports"]})
+        plan["monitoring"]["files"].update(firewall_files(plan, sources, (names, ports)))
         if plan["role"] in ("server", "router") and monitors and placement_loopback(plan, monitors, hostvars):
             plan["warnings"].append(f"monitoring: {plan['host']} listens on {plan['listen_address']} only; the "
                                     "Prometheus of the monitoring group cannot scrape it from another machine")

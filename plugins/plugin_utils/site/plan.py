@@ -9,6 +9,8 @@
     coherence     the site-wide checks over the final commands, units, ports and node stacks
     units         the very text of the files the serving roles write
     monitoring    the monitoring hosts' files and every node's scrape firewall
+    checks/site   the site checker: the files every node would get, read back and judged as a whole (a site
+                  the planner accepted can still be refused here: it judges the output, not the inputs)
 
 This module is the only one that imports them all; none of them imports it, so there is no cycle to hide.
 render.yml, the plan action and every role read what plan_site() returns; none recomputes it.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import site as site_checker
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import coherence, monitoring, placement, stages, units
@@ -78,8 +81,13 @@ def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
         except RecipeError as exc:
             errors.setdefault(host, []).append(str(exc))
     site_monitoring = monitoring.site_monitoring(plans, hostvars, groups, errors)
-    return {"plans": plans, "errors": {h: _unique(m) for h, m in sorted(errors.items())},
-            "monitoring": site_monitoring}
+    site = {"plans": plans, "errors": errors, "monitoring": site_monitoring}
+    if not errors:
+        # the independent judge: what the nodes would get, read back as files (checks/site.py)
+        for host, message in site_checker.check_site(site_checker.nodes_from_site(site, hostvars)):
+            errors.setdefault(host, []).append(message)
+    site["errors"] = {h: _unique(m) for h, m in sorted(errors.items())}
+    return site
 
 
 def _unique(messages: list[str]) -> list[str]:

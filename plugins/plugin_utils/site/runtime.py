@@ -187,8 +187,10 @@ def install_spec(hv: dict[str, Any], method: str, release: str, image: str | Non
                     uv_args=index + [f"--extra-index-url={u}" for u in s["sglang_install_extra_index_urls"]]
                     + [f"--find-links={u}" for u in s["sglang_install_find_links"]],
                     uv_cache_dir=str(s["sglang_install_uv_cache_dir"]), keep_venvs=int(s["sglang_install_keep_venvs"]),
-                    marker={"path": f"{venv}/.metalserve-requirements", "content": "\n".join(requirements) + "\n",
-                            "mode": "0644", "owner": "root", "group": "root"})
+                    # a pip requirements file: the indexes and wheel folders, then the requirements, so a venv is built
+                    # again whenever either changes, and what it was built from can be read back on the node
+                    marker={"path": f"{venv}/.metalserve-requirements", "mode": "0644", "owner": "root", "group": "root",
+                            "content": "\n".join(index_lines(s) + requirements) + "\n"})
     else:
         if not image:
             raise RecipeError("sglang_image: the recipe names no image for this GPU and sglang_image is unset; set "
@@ -199,6 +201,14 @@ def install_spec(hv: dict[str, Any], method: str, release: str, image: str | Non
                     registry_url=str(s["sglang_install_registry_url"] or ""),
                     registry_username=str(s["sglang_install_registry_username"] or ""))
     return spec
+
+
+def index_lines(s: dict[str, Any]) -> list[str]:
+    """The package sources of a venv in requirements-file form (pip and uv read these option lines)."""
+    return ((["--no-index"] if s["sglang_install_offline"] else [])
+            + ([f"--index-url {s['sglang_install_index_url']}"] if s["sglang_install_index_url"] else [])
+            + [f"--extra-index-url {u}" for u in s["sglang_install_extra_index_urls"]]
+            + [f"--find-links {u}" for u in s["sglang_install_find_links"]])
 
 
 @functools.lru_cache(maxsize=1)
