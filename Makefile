@@ -25,7 +25,7 @@ SCENARIOS ?= $(CI_SCENARIOS)
 # extensions/molecule" warning)
 export MOLECULE_GLOB := molecule/*/molecule.yml
 
-.PHONY: demo test venv link sanity units-ansible-test docs-lint lint yamllint ansible-lint changelog-lint docs docs-check unit promtool integration slow syntax lab lab-infra lab-destroy bench molecule molecule-all clean
+.PHONY: demo test venv link sites sanity units-ansible-test docs-lint lint yamllint ansible-lint changelog-lint docs docs-check unit promtool integration slow syntax lab lab-infra lab-destroy bench molecule molecule-all clean
 
 demo: venv link ## render inventories/example and print the plan
 	$(BIN)/ansible-playbook playbooks/render.yml -i inventories/example
@@ -65,6 +65,10 @@ docs-lint: venv link ## antsibull-docs: every plugin's and role's documentation 
 
 unit: venv link promtool
 	$(BIN)/python -m pytest -q tests/unit
+
+sites: venv link ## the generative site test at scale: 300 random coherent sites, 1000 one-mistake mutations
+	METALSERVE_SITES=$${METALSERVE_SITES:-300} METALSERVE_MUTATIONS=$${METALSERVE_MUTATIONS:-1000} \
+	  $(BIN)/python -m pytest -q tests/unit/test_generated_sites.py
 
 sanity: link ## ansible-test sanity on each ansible-core release we support (venvs cached in $(METALSERVE_CACHE))
 	bash tests/sanity/run.sh sanity

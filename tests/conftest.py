@@ -24,6 +24,11 @@ if str(COLLECTIONS) not in sys.path:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ANN001, ARG001 - pytest hook
+    generated = next((m for n, m in list(sys.modules.items()) if n.endswith("test_generated_sites")), None)
+    if generated is not None and (generated.RAN["sites"] or generated.RAN["mutations"]):
+        classes = len(generated.RAN["by_class"])
+        terminalreporter.write_line(f"generated sites: {generated.RAN['sites']} planned clean; {generated.RAN['mutations']} "
+                                    f"mutations of {classes} classes refused naming their host")
     """Print the size of the bad-input matrix (tests/bad_inputs.yml) and how its tests did."""
     import yaml  # noqa: PLC0415
 
