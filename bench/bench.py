@@ -169,7 +169,8 @@ def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT) -> dic
 
 
 def render_inventory(n: int, path: Path) -> Path:
-    """A generated site of n H200 servers in racks of 16 (one router per rack, a TP16 pair in every rack)."""
+    """A generated site of n H200 servers in racks of 16 (a TP16 BF16 pair and FP8 servers in every rack, one router in
+    front of each rack's FP8 servers: a router pool serves one model)."""
     import yaml  # noqa: PLC0415
 
     racks, routers = {}, {}
@@ -177,12 +178,14 @@ def render_inventory(n: int, path: Path) -> Path:
         names = [f"gpu-{r:03d}-{i:02d}" for i in range(min(16, n - r * 16))]
         hosts = {h: {"ansible_host": f"10.{r // 250}.{r % 250}.{i + 10}"} for i, h in enumerate(names)}
         racks[f"rack_{r:03d}"] = {"hosts": hosts}
+        racks[f"fp8_{r:03d}"] = {"hosts": {h: None for h in (names[2:] if len(names) > 2 else names)}}
         if len(names) >= 2:  # the first two of each rack form a BF16 TP16 instance
             racks[f"pair_{r:03d}"] = {"hosts": {h: None for h in names[:2]},
                                       "vars": {"sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2,
                                                "sglang_instance_group": f"pair_{r:03d}"}}
-        routers[f"router-{r:03d}"] = {"ansible_host": f"10.200.{r // 250}.{r % 250}",
-                                      "sglang_router_workers_group": f"rack_{r:03d}"}
+        if len(names) > 2:
+            routers[f"router-{r:03d}"] = {"ansible_host": f"10.200.{r // 250}.{r % 250}",
+                                          "sglang_router_workers_group": f"fp8_{r:03d}"}
     doc = {"all": {"vars": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput",
                             "sglang_model_path": "/nvme/glm"},
                    "children": {"gpus": {"children": racks},

@@ -90,26 +90,37 @@ class ActionModule(ActionBase):
                                                          variable_errors, site["errors"], len(hostvars), len(hostvars)))
                 return result
             plans, site_monitoring = site["plans"], site.get("monitoring") or {}
-            preflight = self._preflight(plans, task_vars)
+            # PLAN.md's Preflight column needs cached facts; a site without any (a first render) skips reading them
+            preflight = self._preflight(plans, task_vars) if any(
+                (hostvars.get(h) or {}).get("ansible_facts") for h in plans) else {}
         files = render_all(plans, inventory, template_dir, preflight, site_monitoring)
         changed, diffs = [], []
         for rel, (content, mode) in sorted(files.items()):
             path = dest / rel
-            old = path.read_text(encoding="utf-8") if path.is_file() else None
-            old_mode = (path.stat().st_mode & 0o7777) if path.exists() else None
-            if old == content and old_mode == int(mode, 8):
+            data = content.encode("utf-8")
+            try:
+                seen = os.stat(path)
+            except FileNotFoundError:
+                seen = None
+            # one stat per file; its text is read only when size and mode already match (a second render of a big
+            # site reads what it must compare and nothing else)
+            same = seen is not None and (seen.st_mode & 0o7777) == int(mode, 8) and seen.st_size == len(data) \
+                and path.read_bytes() == data
+            if same:
                 continue
+            old = path.read_text(encoding="utf-8", errors="replace") if seen is not None and self._task.diff else None
             changed.append(rel)
             if self._task.diff:
                 diffs.append({"before_header": str(path), "after_header": str(path),
                               "before": old or "", "after": content})
             if not self._task.check_mode:
                 _write(path, content, int(mode, 8))
-        for path in stale_files(dest, set(files)):
+        stale = stale_files(dest, set(files))
+        for path in stale:
             changed.append(f"{path.relative_to(dest).as_posix()} (no longer rendered: removed)")
             if not self._task.check_mode:
                 path.unlink()
-        if not self._task.check_mode:
+        if stale and not self._task.check_mode:
             for folder in sorted((p for p in dest.glob("*/files/**") if p.is_dir()), key=lambda p: -len(p.parts)):
                 if not any(folder.iterdir()):
                     folder.rmdir()

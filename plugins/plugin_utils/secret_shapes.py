@@ -13,21 +13,26 @@ import re
 from pathlib import Path
 from typing import Optional
 
-import yaml
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "secrets.yml"
 
 
 @functools.lru_cache(maxsize=1)
 def _rules() -> tuple[tuple[tuple[str, re.Pattern[str]], ...], re.Pattern[str], re.Pattern[str]]:
-    doc = yaml.safe_load(DATA.read_text(encoding="utf-8"))
+    doc = yaml_read.safe_load(DATA.read_text(encoding="utf-8"))
     patterns = tuple((str(p["kind"]), re.compile(p["regex"])) for p in doc["patterns"])
     return patterns, re.compile(doc["env_name"]), re.compile(doc["placeholder"])
 
 
 def secret_kind(text: object) -> Optional[str]:
     """The kind of secret a text holds ('a Hugging Face token (hf_...)'), or None."""
-    value = str(text)
+    return _secret_kind(str(text))
+
+
+@functools.lru_cache(maxsize=65536)
+def _secret_kind(value: str) -> Optional[str]:
+    """secret_kind of one string (a site's hosts repeat their lines and tokens: each is searched once)."""
     for kind, pattern in _rules()[0]:
         if pattern.search(value):
             return kind

@@ -49,8 +49,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 from urllib.parse import urlsplit
 
-import yaml
-
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import cli
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (
     flag_table_doc, load_catalog, managed, router_flag_table_doc)
@@ -78,18 +77,23 @@ PD_SHAPE_FLAGS = ("--quantization", "--kv-cache-dtype", "--page-size", "--dtype"
 
 @functools.lru_cache(maxsize=1)
 def _vendors() -> dict[str, Any]:
-    return yaml.safe_load((DATA / "sglang" / "vendors.yml").read_text(encoding="utf-8"))
+    return yaml_read.safe_load((DATA / "sglang" / "vendors.yml").read_text(encoding="utf-8"))
 
 
 @functools.lru_cache(maxsize=1)
 def _ports() -> dict[str, Any]:
-    return yaml.safe_load((DATA / "sglang" / "ports.yml").read_text(encoding="utf-8"))
+    return yaml_read.safe_load((DATA / "sglang" / "ports.yml").read_text(encoding="utf-8"))
 
 
 # --- readers: systemd, environment files, docker run, nftables -------------------------------------------------------
 
 def unit_entries(text: str) -> list[tuple[str, str, str]]:
     """(section, key, value) of a unit file in order, continuation lines joined as systemd joins them."""
+    return list(_unit_entries(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _unit_entries(text: str) -> tuple[tuple[str, str, str], ...]:
     out: list[tuple[str, str, str]] = []
     section = ""
     pending = ""
@@ -108,7 +112,7 @@ def unit_entries(text: str) -> list[tuple[str, str, str]]:
         if "=" in stripped:
             key, value = stripped.split("=", 1)
             out.append((section, key.strip(), value.strip()))
-    return out
+    return tuple(out)
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", " ": " ", "a": "\a", "b": "\b",

@@ -10,15 +10,17 @@ Controller side; the metalserve.sglang.check_variables action runs it.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.parameters import remove_values
 from ansible.release import __version__ as ansible_version
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 
 #: ansible-core before 2.19 returns an undefined variable's template as text through hostvars
 TEMPLATES_COME_BACK_AS_TEXT = tuple(int(p) for p in re.findall(r"\d+", ansible_version)[:2]) < (2, 19)
@@ -33,7 +35,7 @@ def role_options(role: str, roles_dir: str = str(ROLES_DIR)) -> dict[str, Any]:
     path = Path(roles_dir) / role / "meta" / "argument_specs.yml"
     if not path.is_file():
         raise ValueError(f"{role} is not a role of this collection with a meta/argument_specs.yml ({path} is missing)")
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = yaml_read.safe_load(path.read_text(encoding="utf-8")) or {}
     return dict(((data.get("argument_specs") or {}).get("main") or {}).get("options") or {})
 
 
@@ -124,6 +126,16 @@ def role_errors(specs: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any
     out: dict[str, list[str]] = {}
     for role, options in specs.items():
         given = {k: v for k, v in values.items() if k in options}
+        if not given:
+            continue  # nothing set: the role's defaults, which its spec describes
+        try:
+            key = (role, json.dumps(given, sort_keys=True))
+        except (TypeError, ValueError):
+            key = None
+        if key is not None and key in _VERDICTS:  # a rack's hosts share their values: one verdict for all of them
+            if _VERDICTS[key]:
+                out[role] = list(_VERDICTS[key])
+            continue
         result = ArgumentSpecValidator(dict(options)).validate(given, validate_role_argument_spec=True)
         if result.error_messages:
             secrets = set(result._no_log_values)  # noqa: SLF001 - the validator's own list of no_log values
@@ -137,7 +149,15 @@ def role_errors(specs: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any
                     text += f" ({name} wants {_wants(options[name])}; see roles/{role}/README.md)"
                 messages.append(text)
             out[role] = messages
+        if key is not None:
+            if len(_VERDICTS) > 65536:
+                _VERDICTS.clear()
+            _VERDICTS[key] = tuple(out.get(role, ()))
     return out
+
+
+#: role_errors' verdicts by (role, the values given), for the hosts of one run that share them
+_VERDICTS: dict[tuple[str, str], tuple[str, ...]] = {}
 
 
 @lru_cache(maxsize=None)
@@ -156,7 +176,7 @@ def role_outputs(role: str, roles_dir: str = str(ROLES_DIR)) -> frozenset[str]:
 @lru_cache(maxsize=None)
 def retired(data_file: str = str(ROLES_DIR.parent / "data" / "variables.yml")) -> dict[str, str]:
     """Variables this collection no longer reads, each with what replaced it (data/variables.yml `retired`)."""
-    doc = yaml.safe_load(Path(data_file).read_text(encoding="utf-8")) or {}
+    doc = yaml_read.safe_load(Path(data_file).read_text(encoding="utf-8")) or {}
     return {str(k): " ".join(str(v).split()) for k, v in (doc.get("retired") or {}).items()}
 
 
@@ -171,29 +191,48 @@ def unknown_names(names: Iterable[str], specs: Mapping[str, Mapping[str, Any]]) 
     name under a role's prefix that the role does not document (the collection owns every prefix it ships: its
     nearest known name, or where the role's variables are listed); and a name under no prefix of ours that is a
     near miss of one of our variables (model_weight_source). Names a role sets itself are not typos; sglang_* names
-    are the plan's to judge (placement.variable_errors)."""
+    are the plan's to judge (placement.variable_errors). Each name is judged once per set of roles (a site's hosts
+    share their variable names)."""
     out: dict[str, list[str]] = {}
-    known = {n for options in specs.values() for n in options}
-    outputs = set().union(*(role_outputs(r) for r in specs)) if specs else set()
-    gone = retired()
+    key = tuple(sorted(specs))
     for name in sorted(set(names)):
-        if name in known or name in outputs or name.startswith("_") or name.startswith("sglang_"):
-            continue
-        owner = _owner(name, specs)
-        if name in gone:
-            out.setdefault(owner or "retired", []).append(f"{name} is retired: {gone[name]}")
-            continue
-        if owner:
-            close = difflib.get_close_matches(name, list(specs[owner]), n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]}?" if close else f"its variables are listed in roles/{owner}/README.md"
-            out.setdefault(owner, []).append(
-                f"{name} is not a variable of {owner} (the collection owns the {owner}_ prefix); {hint}")
-            continue
-        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.85)
-        if close and close[0].split("_", 1)[0][:5] == name.split("_", 1)[0][:5]:
-            role = next(r for r, options in specs.items() if close[0] in options)
-            out.setdefault(role, []).append(f"{name} is not a variable of this collection; did you mean {close[0]}?")
+        found = _judge_name(name, key)
+        if found:
+            out.setdefault(found[0], []).append(found[1])
     return out
+
+
+@lru_cache(maxsize=65536)
+def _judge_name(name: str, roles: tuple[str, ...]) -> tuple[str, str] | None:
+    """(role, problem) of one variable name, or None (see unknown_names)."""
+    specs = {role: role_options(role) for role in roles}
+    known = _known_names(roles)
+    if name in known or name.startswith("_") or name.startswith("sglang_"):
+        return None
+    if any(name in role_outputs(r) for r in roles):
+        return None
+    owner = _owner(name, specs)
+    gone = retired()
+    if name in gone:
+        return owner or "retired", f"{name} is retired: {gone[name]}"
+    if owner:
+        close = difflib.get_close_matches(name, list(specs[owner]), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}?" if close else f"its variables are listed in roles/{owner}/README.md"
+        return owner, f"{name} is not a variable of {owner} (the collection owns the {owner}_ prefix); {hint}"
+    # a near miss shares the start of a name of ours (model_weight_ for model_weights_); others are the site's own
+    stems = {n.split("_", 1)[0][:5] for n in known}
+    if name.split("_", 1)[0][:5] not in stems:
+        return None
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.85)
+    if close and close[0].split("_", 1)[0][:5] == name.split("_", 1)[0][:5]:
+        role = next(r for r in roles if close[0] in specs[r])
+        return role, f"{name} is not a variable of this collection; did you mean {close[0]}?"
+    return None
+
+
+@lru_cache(maxsize=64)
+def _known_names(roles: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(n for role in roles for n in role_options(role))
 
 
 #: common token formats (Hugging Face, OpenAI/Anthropic-style keys, GitHub, GitLab, Slack, AWS access key ids)

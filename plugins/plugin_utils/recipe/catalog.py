@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 
 DATA_DIR = Path(__file__).resolve().parents[3] / "data"
 CELL_KEYS = ("gpu", "quant", "strategy", "nodes")
@@ -87,7 +87,7 @@ def cached_yaml(path: str) -> Any:
 
 def read_yaml(path: Path) -> Any:
     with path.open(encoding="utf-8") as handle:
-        return yaml.safe_load(handle)
+        return yaml_read.safe_load(handle)
 
 
 def _require(doc: dict[str, Any], key: str, kind: type, where: str) -> Any:

@@ -44,6 +44,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog i
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.engine import format_address
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, placement, runtime
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 
 GROUP = "monitoring"
 ROLE = "monitoring"
@@ -776,6 +777,106 @@ _CDumper.add_representer(str, _str)
 
 
 def dump_large(doc: Any) -> str:
-    """The site-wide files (prometheus.yml, the rules): the same YAML from libyaml, which is ~10x faster at thousands of
-    targets (sequences are not indented under their key)."""
-    return yaml.dump(doc, Dumper=_CDumper, sort_keys=False, width=120, allow_unicode=True)
+    """The site-wide files (prometheus.yml, the rules) and the stage views: block YAML written directly (mappings,
+    lists, strings, numbers, booleans, null), which a site of thousands of targets needs (PyYAML's representer
+    takes seconds there). Plain scalars where YAML reads them back as the same string, JSON-quoted (a YAML
+    double-quoted scalar) otherwise, literal blocks for multi-line strings; tests/unit/test_monitoring.py reads it
+    back with yaml.safe_load."""
+    lines: list[str] = []
+    _emit(doc, 0, lines)
+    return "\n".join(lines) + "\n"
+
+
+_PLAIN = re.compile(r"^[A-Za-z0-9_./@%+=-][A-Za-z0-9_./@%+=:, ()<>\[\]{}*-]*$")
+_RESERVED = {"true", "false", "yes", "no", "on", "off", "null", "~", "y", "n"}
+
+
+@functools.lru_cache(maxsize=65536)
+def _scalar(value: str) -> str:
+    """A string as a YAML scalar that reads back as itself."""
+    plain = (_PLAIN.match(value) and value.lower() not in _RESERVED and value.strip() == value
+             and ": " not in value and " #" not in value and not value.endswith(":")
+             and value[:1] not in "[{*&!|>%@`" and not value.startswith(("- ", "? ")) and _reads_as(value))
+    return value if plain else json.dumps(value, ensure_ascii=not value.isprintable())
+
+
+def _reads_as(value: str) -> bool:
+    try:
+        return yaml_read.safe_load(value) == value
+    except yaml.YAMLError:
+        return False
+
+
+def _leaf(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return repr(value)
+    if isinstance(value, float):
+        return _float(value)
+    return _scalar(str(value))
+
+
+def _float(value: float) -> str:
+    """A float as YAML 1.1 reads one: a dot before any exponent (`1e+20` would read back as a string)."""
+    if value != value:
+        return ".nan"
+    if value in (float("inf"), float("-inf")):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value)
+    mantissa, _, exponent = text.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return f"{mantissa}e{exponent}" if exponent else mantissa
+
+
+def _emit(node: Any, indent: int, lines: list[str], prefix: str = "") -> None:
+    """Append `node` at `indent`; `prefix` is what opens its first line (a key, or '- ')."""
+    pad = " " * indent
+    if isinstance(node, dict) and node:
+        first = True
+        for key, value in node.items():
+            head = (prefix if first else " " * len(prefix)) if prefix else ""
+            first = False
+            _item(f"{pad}{head}{_scalar(str(key))}:", value, indent + len(prefix) + 2 if prefix else indent + 2, lines)
+    elif isinstance(node, list) and node:
+        first = True
+        for value in node:
+            head = (prefix if first else " " * len(prefix)) if prefix else ""
+            first = False
+            dash = f"{pad}{head}- "
+            if isinstance(value, (dict, list)) and value:
+                _emit(value, 0, lines, dash)
+            else:
+                _item(dash[:-1], value, len(dash), lines, dash=True)
+    else:
+        lines.append(f"{pad}{prefix}{_flow(node)}")
+
+
+def _flow(node: Any) -> str:
+    if isinstance(node, dict):
+        return "{}"
+    if isinstance(node, list):
+        return "[]"
+    return _leaf(node)
+
+
+def _literal(value: str) -> bool:
+    """Whether a literal block (`|` or `|-`) reads back as exactly `value`; JSON quoting otherwise."""
+    return ("\n" in value and not value.endswith("\n\n") and not value.startswith((" ", "\n"))
+            and "\r" not in value and "\t" not in value and not value.rstrip("\n").endswith(" ")
+            and all(ch.isprintable() or ch == "\n" for ch in value))
+
+
+def _item(head: str, value: Any, indent: int, lines: list[str], dash: bool = False) -> None:
+    """One `key:` (or `-`) and its value: inline when a leaf, a literal block for multi-line text, nested otherwise."""
+    if isinstance(value, str) and _literal(value):
+        lines.append(f"{head} {'|' if value.endswith(chr(10)) else '|-'}")
+        lines.extend((" " * indent + line) if line else "" for line in value.rstrip("\n").split("\n"))
+    elif isinstance(value, (dict, list)) and value:
+        lines.append(head)
+        _emit(value, indent, lines)
+    else:
+        lines.append(f"{head} {_flow(value)}")

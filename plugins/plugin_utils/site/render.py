@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ def view_text(view: dict[str, Any]) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _view_text(key: str) -> str:
-    return f"# {HEADER}\n" + monitoring.dump(json.loads(key))
+    return f"# {HEADER}\n" + monitoring.dump_large(json.loads(key))
 
 
 def stage_view(stage: dict[str, Any]) -> dict[str, Any]:
@@ -233,20 +234,22 @@ def stale_files(dest: Path, files: set[str]) -> list[Path]:
     out: list[Path] = []
     hosts = {rel.split("/", 1)[0] for rel in files if "/" in rel}
     for host in sorted(hosts):
-        folder = dest / host
-        if not folder.is_dir():
+        folder = os.path.join(str(dest), host)
+        if not os.path.isdir(folder):
             continue
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            rel = path.relative_to(dest).as_posix()
-            if rel in files:
-                continue
-            inside = path.relative_to(folder).parts
-            ours = inside[0] == "files" or (len(inside) == 1 and (
-                inside[0] in OWN_NAMES or inside[0] in LEGACY_NAMES
-                or (inside[0].startswith(("sglang-", "metalserve-")) and inside[0].endswith(".service"))))
-            if ours:
-                out.append(path)
-    return out
+        for root, _dirs, names in os.walk(folder):
+            inside = os.path.relpath(root, folder)
+            for name in names:
+                rel = f"{host}/{name}" if inside == "." else f"{host}/{inside}/{name}"
+                if rel in files:
+                    continue
+                top = inside == "."
+                ours = inside.split(os.sep, 1)[0] == "files" or (top and (
+                    name in OWN_NAMES or name in LEGACY_NAMES
+                    or (name.startswith(("sglang-", "metalserve-")) and name.endswith(".service"))))
+                if ours:
+                    out.append(dest / rel)
+    return sorted(out)
 
 
 def stale_dirs(dest: Path, hosts: set[str]) -> list[Path]:

@@ -18,10 +18,10 @@ import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import yaml
 from ansible.module_utils.common import validation
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 
 ROOT = Path(__file__).resolve().parents[3]
 #: where the roles install their helper scripts on a node
@@ -47,7 +47,7 @@ def role_defaults(role: str) -> dict[str, Any]:
     """A role's literal defaults (a templated default, such as a secret taken from another variable, is
     the role's own business and never part of a plan)."""
     text = (ROOT / "roles" / role / "defaults" / "main.yml").read_text(encoding="utf-8")
-    return {k: v for k, v in (yaml.safe_load(text) or {}).items() if not (isinstance(v, str) and "{{" in v)}
+    return {k: v for k, v in (yaml_read.safe_load(text) or {}).items() if not (isinstance(v, str) and "{{" in v)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -56,7 +56,7 @@ def role_spec_options(role: str) -> tuple[str, ...]:
     path = ROOT / "roles" / role / "meta" / "argument_specs.yml"
     if not path.exists():
         return ()
-    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    spec = yaml_read.safe_load(path.read_text(encoding="utf-8")) or {}
     return tuple((spec.get("argument_specs", {}).get("main", {}).get("options") or {}).keys())
 
 
@@ -66,7 +66,7 @@ def secret_options() -> frozenset[str]:
     depends on them: the environment files carry placeholders the serving roles fill on the node)."""
     out = set()
     for path in sorted((ROOT / "roles").glob("*/meta/argument_specs.yml")):
-        spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        spec = yaml_read.safe_load(path.read_text(encoding="utf-8")) or {}
         options = spec.get("argument_specs", {}).get("main", {}).get("options") or {}
         out.update(name for name, opt in options.items() if (opt or {}).get("no_log"))
     return frozenset(out)
@@ -79,7 +79,7 @@ def converge_only() -> frozenset[str]:
     them out (a play may set them), and render.yml shows nothing of them."""
     out = set()
     for path in sorted((ROOT / "roles").glob("*/meta/variables.yml")):
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        doc = yaml_read.safe_load(path.read_text(encoding="utf-8")) or {}
         out.update(name for name, info in (doc.get("variables") or {}).items() if (info or {}).get("converge_only"))
     return frozenset(out)
 
@@ -103,7 +103,7 @@ def role_spec_types(role: str) -> dict[str, str]:
     path = ROOT / "roles" / role / "meta" / "argument_specs.yml"
     if not path.exists():
         return {}
-    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    spec = yaml_read.safe_load(path.read_text(encoding="utf-8")) or {}
     options = spec.get("argument_specs", {}).get("main", {}).get("options") or {}
     return {name: str((opt or {}).get("type", "str")) for name, opt in options.items()}
 
@@ -214,7 +214,7 @@ def index_lines(s: dict[str, Any]) -> list[str]:
 @functools.lru_cache(maxsize=1)
 def pinned_router() -> str:
     """The sglang-router release of data/sglang/versions.yml (router_pinned): its one owner."""
-    return str(yaml.safe_load((ROOT / "data" / "sglang" / "versions.yml").read_text(encoding="utf-8"))["router_pinned"])
+    return str(yaml_read.safe_load((ROOT / "data" / "sglang" / "versions.yml").read_text(encoding="utf-8"))["router_pinned"])
 
 
 def host_python(hv: dict[str, Any]) -> str:
@@ -226,14 +226,14 @@ def host_python(hv: dict[str, Any]) -> str:
 @functools.lru_cache(maxsize=1)
 def docker_unit() -> str:
     """The Docker Engine's systemd unit (data/docker/daemon.yml)."""
-    return str(yaml.safe_load((ROOT / "data" / "docker" / "daemon.yml").read_text(encoding="utf-8"))["unit"])
+    return str(yaml_read.safe_load((ROOT / "data" / "docker" / "daemon.yml").read_text(encoding="utf-8"))["unit"])
 
 
 @functools.lru_cache(maxsize=1)
 def ordered_after() -> dict[str, list[str]]:
     """The units a server starts after, by vendor: the NVIDIA driver's own (data/nvidia/services.yml), and the
     container engine's (data/docker/daemon.yml) everywhere. A unit a node lacks is ignored by systemd."""
-    nvidia = yaml.safe_load((ROOT / "data" / "nvidia" / "services.yml").read_text(encoding="utf-8"))["units"]
+    nvidia = yaml_read.safe_load((ROOT / "data" / "nvidia" / "services.yml").read_text(encoding="utf-8"))["units"]
     docker = docker_unit()
     return {"nvidia": [nvidia["persistenced"], nvidia["fabricmanager"], nvidia["imex"], docker], "amd": [docker]}
 
