@@ -40,6 +40,13 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { tail -20 "$CACHE/dockerd.log" >&2; exit 1; }
 fi
 
+# every container runs systemd, and each systemd takes several inotify instances: the kernel's default of 128 per
+# user stops the 20th or so container from booting (it exits 255). Raise it where we may; say so where we may not.
+if [ "$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 0)" -lt 1024 ]; then
+  sysctl -q -w fs.inotify.max_user_instances=1024 2>/dev/null \
+    || say "fs.inotify.max_user_instances is $(cat /proc/sys/fs/inotify/max_user_instances) and cannot be raised here: labs of more than about 15 containers will not boot"
+fi
+
 # the lab's SSH key (its public half goes into the image)
 if [ ! -s "$CACHE/ssh/id_ed25519" ]; then
   mkdir -p "$CACHE/ssh" && chmod 700 "$CACHE/ssh"
