@@ -24,7 +24,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         args = validated(self, ARGUMENT_SPEC)
-        roles = args["roles"]
+        roles = args["roles"] or variables.all_roles()
         hosts = list(args["hosts"] or task_vars.get("ansible_play_hosts") or [])
         unknown = sorted(set(hosts) - set(task_vars["hostvars"]))
         if unknown:

@@ -66,7 +66,7 @@ class ActionModule(ActionBase):
         involved = _depends_on(plans, wanted)
         here = {h: m for h, m in errors.items() if h in involved}
         elsewhere = {h: m for h, m in errors.items() if h not in involved}
-        warnings = [f"{h}: {w}" for h, p in sorted(plans.items()) if h in involved for w in p.get("warnings", [])]
+        warnings = site_plan.warning_lines(plans, involved)
         warnings += [f"{h} (not in this run): {m}" for h, ms in sorted(elsewhere.items()) for m in ms]
         warnings += list((site.get("monitoring") or {}).get("warnings") or [])
         if warnings:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +29,26 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render impo
                                                                                    stale_files)
 
 
-def _write(path: Path, content: str, mode: int) -> None:
+def _write(path: Path, data: bytes, mode: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(content)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
     os.chmod(tmp, mode)
     os.replace(tmp, path)
+
+
+class _Clock:
+    """Wall seconds per step of one render (the result's `timings`: where a big site's render spends its time)."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round(now - self._last, 3)
+        self._last = now
 
 
 class ActionModule(ActionBase):
@@ -59,6 +73,7 @@ class ActionModule(ActionBase):
         template_dir = Path(args["template_dir"] or TEMPLATE_DIR)
         inventory = Path(str(task_vars.get("inventory_dir") or "inventory")).name
         site_monitoring: dict[str, Any] = {}
+        clock = _Clock()
         if args["plans"] is not None:
             plans, preflight, site_monitoring = args["plans"], args["preflight"] or {}, args["monitoring"] or {}
         else:
@@ -66,12 +81,14 @@ class ActionModule(ActionBase):
             # of hosts); the same plan_site() the plan action runs
             broken: dict[str, list[str]] = {}
             hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
+            clock.lap("inputs")
             if not hostvars:
                 raise AnsibleActionFail("the inventory has no hosts: check the -i path (ansible-inventory --graph)")
             # what check_variables refused (render.yml runs it first, as site.yml does): one message with the plan's
             variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
             try:
                 site = site_plan.plan_site(hostvars, groups)
+                clock.lap("plan")
             except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
                 if not variable_errors and not broken:
                     raise
@@ -79,7 +96,7 @@ class ActionModule(ActionBase):
                 variable_errors.setdefault(sorted(hostvars)[0], {}).setdefault("plan", []).append(
                     f"the plan could not run with these variables: {exc}")
             site["errors"] = {**site["errors"], **{h: m + site["errors"].get(h, []) for h, m in broken.items()}}
-            warnings = [f"{h}: {w}" for h, p in sorted(site["plans"].items()) for w in p.get("warnings", [])]
+            warnings = site_plan.warning_lines(site["plans"])
             warnings += list((site.get("monitoring") or {}).get("warnings") or [])
             if warnings:
                 result["warnings"] = [variables.redact(w) for w in warnings]
@@ -93,7 +110,9 @@ class ActionModule(ActionBase):
             # PLAN.md's Preflight column needs cached facts; a site without any (a first render) skips reading them
             preflight = self._preflight(plans, task_vars) if any(
                 (hostvars.get(h) or {}).get("ansible_facts") for h in plans) else {}
+        clock.lap("preflight")
         files = render_all(plans, inventory, template_dir, preflight, site_monitoring)
+        clock.lap("render")
         changed, diffs = [], []
         for rel, (content, mode) in sorted(files.items()):
             path = dest / rel
@@ -114,7 +133,8 @@ class ActionModule(ActionBase):
                 diffs.append({"before_header": str(path), "after_header": str(path),
                               "before": old or "", "after": content})
             if not self._task.check_mode:
-                _write(path, content, int(mode, 8))
+                _write(path, data, int(mode, 8))
+        clock.lap("write")
         stale = stale_files(dest, set(files))
         for path in stale:
             changed.append(f"{path.relative_to(dest).as_posix()} (no longer rendered: removed)")
@@ -129,8 +149,9 @@ class ActionModule(ActionBase):
             changed.append(f"{name}/ (host left the inventory: removed)")
             if not self._task.check_mode:
                 shutil.rmtree(dest / name)
+        clock.lap("stale")
         result.update(changed=bool(changed), files=sorted(files), changed_files=changed, removed=removed,
-                      dest=str(dest))
+                      dest=str(dest), timings=clock.laps)
         if diffs:
             result["diff"] = diffs
         return result

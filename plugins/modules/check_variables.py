@@ -25,10 +25,12 @@ description:
   - A failure stops every host of the play (the task runs once), before anything changes.
 options:
   roles:
-    description: Roles of this collection whose specs apply (short names, for example V(sglang_server)).
+    description:
+      - Roles of this collection whose specs apply (short names, for example V(sglang_server)).
+      - Defaults to every role of the collection that has a C(meta/argument_specs.yml), so a new role is checked
+        without editing the playbooks.
     type: list
     elements: str
-    required: true
   hosts:
     description: Hosts to check. Defaults to C(ansible_play_hosts).
     type: list
@@ -67,7 +69,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 
 # The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
-ARGUMENT_SPEC = {"roles": {"type": "list", "elements": "str", "required": True},
+ARGUMENT_SPEC = {"roles": {"type": "list", "elements": "str"},
                  "hosts": {"type": "list", "elements": "str"},
                  "fail_on_error": {"type": "bool", "default": True}}
 

@@ -69,6 +69,15 @@ changed_files:
   returned: always
   type: list
   elements: str
+timings:
+  description:
+    - Wall seconds per step of this render, where a big site's render spends its time
+    - C(inputs) (reading every host's variables from Ansible), C(plan) (plan_site with the site checker),
+      C(preflight) (only with cached facts), C(render) (the files' text), C(write) (compare and write),
+      C(stale) (find and remove files no longer rendered). Steps that did not run are absent.
+  returned: always
+  type: dict
+  sample: {inputs: 1.2, plan: 2.9, preflight: 0.0, render: 0.7, write: 1.1, stale: 0.6}
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402

@@ -34,7 +34,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     **{f"{name}-unknown": (name, {**MINIMAL[name], "bogus": 1}) for name in ACTIONS},
     "acceptance-missing": ("acceptance", {}),
     "bench_report-missing": ("bench_report", {"host": "h"}),
-    "check_variables-missing": ("check_variables", {"hosts": ["localhost"]}),
+    "check_variables-wrong-type": ("check_variables", {"hosts": ["localhost"], "fail_on_error": "maybe"}),
     "preflight-missing": ("preflight", {"fail": False}),
     "render_plan-missing": ("render_plan", {"plans": {}}),
     "size_report-missing": ("size_report", {"dest": "rendered"}),
@@ -49,6 +49,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
 # arguments that fit: the same play runs them to the end (what is validated is what the action then uses)
 FITTING: dict[str, tuple[str, dict[str, Any]]] = {
     "check_variables-fits": ("check_variables", {"roles": ["preflight", "monitoring"], "hosts": ["localhost"]}),
+    "check_variables-every-role": ("check_variables", {"hosts": ["localhost"]}),
     "render_plan-fits": ("render_plan", {"dest": "rendered", "plans": {}}),
 }
 
@@ -120,6 +121,9 @@ def test_arguments_that_fit_are_used(refusals: dict[str, dict[str, Any]]) -> Non
     fits = refusals["check_variables-fits"]
     assert not fits.get("failed") and fits["errors"] == {}, fits
     assert fits["msg"] == "the variables of 1 host(s) fit the argument specs of 2 role(s)"
+    # without roles: every role of the collection (twelve, nftables the newest; counted by hand from roles/)
+    every = refusals["check_variables-every-role"]
+    assert every["msg"] == "the variables of 1 host(s) fit the argument specs of 12 role(s)", every
     rendered = refusals["render_plan-fits"]
     assert not rendered.get("failed") and rendered["dest"].endswith("rendered") and "PLAN.md" in rendered["files"]
 

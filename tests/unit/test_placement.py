@@ -259,3 +259,14 @@ def test_values_only_the_node_can_tell_are_listed_until_its_facts_are_known() ->
     # the firewall admits each member's rendezvous and default addresses
     firewall = known["files"]["firewall"]["content"]
     assert "10.0.0.1, 10.0.0.2, 192.168.0.1, 192.168.0.2" in firewall
+
+
+def test_warning_lines_share_one_line_per_text() -> None:
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import warning_lines  # noqa: PLC0415
+    plans = {f"gpu-{i}": {"warnings": ["image X is latest"]} for i in range(5)}
+    plans["gpu-1"]["warnings"].append("unverified recipe")
+    plans["router"] = {"warnings": []}
+    assert warning_lines(plans) == ["5 hosts (gpu-0, gpu-1, gpu-2 and 2 more): image X is latest",
+                                    "gpu-1: unverified recipe"]
+    assert warning_lines(plans, ["gpu-3", "gpu-4"]) == ["gpu-3, gpu-4: image X is latest"]
+    assert warning_lines(plans, []) == []

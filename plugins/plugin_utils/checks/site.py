@@ -767,6 +767,13 @@ def _endpoints(nodes: list[Node]) -> dict[tuple[str, int], list[tuple[Node, Serv
     return out
 
 
+def _router_worker_urls(router: Service) -> list[str]:
+    """Every worker URL a router's command names: PD prefill and decode workers, then plain workers."""
+    prefill = list(router.value("--prefill", []) or [])
+    decode = list(router.value("--decode", []) or [])
+    return [str(w[0]) for w in prefill] + [str(w[0]) for w in decode] + [str(u) for u in router.value("--worker-urls", []) or []]
+
+
 def check_routers(nodes: list[Node]) -> Iterable[Problem]:
     endpoints = _endpoints(nodes)
     for node in nodes:
@@ -776,10 +783,7 @@ def check_routers(nodes: list[Node]) -> Iterable[Problem]:
             if port_in_host is not None:
                 yield node.host, (f"{router.name}: --host {bound} holds a port; sglang-router takes the address alone "
                                   f"(--host {host_only}) and the port from --port (sglang_router_port)")
-            prefill = list(router.value("--prefill", []) or [])
-            decode = list(router.value("--decode", []) or [])
-            plain = list(router.value("--worker-urls", []) or [])
-            urls = [w[0] for w in prefill] + [w[0] for w in decode] + plain
+            urls = _router_worker_urls(router)
             found: dict[str, tuple[Node, Service]] = {}
             for url in urls:
                 host, port = url_parts(url)
@@ -800,6 +804,8 @@ def check_routers(nodes: list[Node]) -> Iterable[Problem]:
                 yield node.host, (f"{router.name} spreads requests over servers of different models ({shown}); "
                                   "a router pool serves one model: give each model its own router, or the same "
                                   "sglang_quant / sglang_model_path / sglang_served_model_name to every server of it")
+            prefill = list(router.value("--prefill", []) or [])
+            decode = list(router.value("--decode", []) or [])
             if prefill and decode:
                 yield from _pd_pairs(node, router, prefill, decode, found)
 
@@ -899,6 +905,28 @@ def _answers(bound: str, host: str, node: Node) -> bool:
     return host.lower() == bound.lower()
 
 
+def _reached_addresses(nodes: list[Node]) -> set[str]:
+    """The addresses other machines send traffic to: each machine's own (ansible_host), every rendezvous
+    (--dist-init-addr) and every router's workers. Addresses a machine merely holds are not among them unless one of
+    these names them: every docker host holds 172.17.0.1, every NIC a link-local fe80:: address, and neither is
+    where the site sends anything."""
+    out = {n.machine.lower() for n in nodes}
+    for node in nodes:
+        for svc in node.services:
+            if svc.parsed is None:
+                continue
+            if svc.kind == "server":
+                out.add(_split_address(str(svc.value("--dist-init-addr") or ""))[0].lower())
+            else:
+                out |= {url_parts(u)[0].lower() for u in _router_worker_urls(svc)}
+    usable = set()
+    for address in out:
+        ip = _ip(address)
+        if ip is not None and not (ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified):
+            usable.add(str(ip))
+    return usable
+
+
 def check_instances(nodes: list[Node]) -> Iterable[Problem]:
     """Multi-node instances: one rendezvous address, non-loopback, the head's own, one per instance, and instance
     firewalls that admit exactly the members."""
@@ -908,9 +936,10 @@ def check_instances(nodes: list[Node]) -> Iterable[Problem]:
             if svc.kind == "server" and svc.parsed is not None and int(svc.value("--nnodes", 1)) > 1:
                 groups[svc.name].append((node, svc))
     claims: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    reached = _reached_addresses(nodes)
     for node in nodes:
         for address in node.addresses:
-            if _ip(address) is not None:
+            if address in reached:
                 claims[address][node.machine].append(node.host)
     for address, machines in sorted(claims.items()):
         if len(machines) > 1:

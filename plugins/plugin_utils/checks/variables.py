@@ -30,6 +30,11 @@ ROLES_DIR = Path(__file__).resolve().parents[3] / "roles"
 
 
 @lru_cache(maxsize=None)
+def all_roles(roles_dir: str = str(ROLES_DIR)) -> list[str]:
+    """Every role of the collection with an argument spec, by name."""
+    return sorted(p.parent.parent.name for p in Path(roles_dir).glob("*/meta/argument_specs.yml"))
+
+
 def role_options(role: str, roles_dir: str = str(ROLES_DIR)) -> dict[str, Any]:
     """The options of a role's `main` entry point (read once per run, whatever the number of hosts)."""
     path = Path(roles_dir) / role / "meta" / "argument_specs.yml"

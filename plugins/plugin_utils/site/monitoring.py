@@ -796,15 +796,23 @@ def _scalar(value: str) -> str:
     """A string as a YAML scalar that reads back as itself."""
     plain = (_PLAIN.match(value) and value.lower() not in _RESERVED and value.strip() == value
              and ": " not in value and " #" not in value and not value.endswith(":")
-             and value[:1] not in "[{*&!|>%@`" and not value.startswith(("- ", "? ")) and _reads_as(value))
+             and value[:1] not in "[{*&!|>%@`" and not value.startswith(("- ", "? ")) and value not in ("-", "?", ":")
+             and _reads_as(value))
     return value if plain else json.dumps(value, ensure_ascii=not value.isprintable())
 
 
+_RESOLVER = yaml.resolver.Resolver()
+
+
 def _reads_as(value: str) -> bool:
-    try:
-        return yaml_read.safe_load(value) == value
-    except yaml.YAMLError:
-        return False
+    """Whether YAML's implicit typing leaves this plain scalar a string (not a bool, number, null, date...); a value
+    that looks like a document marker goes the slow way, through the reader itself."""
+    if value.startswith(("---", "...")):
+        try:
+            return yaml_read.safe_load(value) == value
+        except yaml.YAMLError:
+            return False
+    return _RESOLVER.resolve(yaml.ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str"
 
 
 def _leaf(value: Any) -> str:

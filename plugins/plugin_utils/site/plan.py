@@ -17,7 +17,7 @@ render.yml, the plan action and every role read what plan_site() returns; none r
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, Optional
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import site as site_checker
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
@@ -88,6 +88,25 @@ def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
             errors.setdefault(host, []).append(message)
     site["errors"] = {h: _unique(m) for h, m in sorted(errors.items())}
     return site
+
+
+def warning_lines(plans: dict[str, dict[str, Any]], hosts: Optional[Iterable[str]] = None, shown: int = 3) -> list[str]:
+    """The plans' warnings for the play output, one line per distinct warning: the hosts that share it, named up to
+    `shown` and counted beyond (a site of 2,048 hosts on one unpinned image gets one line, not 2,048). PLAN.md keeps
+    every host's own."""
+    wanted = set(plans) if hosts is None else set(hosts)
+    by_text: dict[str, list[str]] = {}
+    for host, plan in sorted(plans.items()):
+        if host in wanted:
+            for text in plan.get("warnings", []):
+                by_text.setdefault(text, []).append(host)
+    lines = []
+    for text, owners in by_text.items():
+        if len(owners) <= shown:
+            lines.append(f"{', '.join(owners)}: {text}")
+        else:
+            lines.append(f"{len(owners)} hosts ({', '.join(owners[:shown])} and {len(owners) - shown} more): {text}")
+    return lines
 
 
 def _unique(messages: list[str]) -> list[str]:

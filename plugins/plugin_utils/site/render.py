@@ -237,8 +237,9 @@ def stale_files(dest: Path, files: set[str]) -> list[Path]:
         folder = os.path.join(str(dest), host)
         if not os.path.isdir(folder):
             continue
+        cut = len(folder) + 1
         for root, _dirs, names in os.walk(folder):
-            inside = os.path.relpath(root, folder)
+            inside = root[cut:] or "."
             for name in names:
                 rel = f"{host}/{name}" if inside == "." else f"{host}/{inside}/{name}"
                 if rel in files:
