@@ -230,7 +230,7 @@ def test_mixed_site_runs_four_replicas_on_the_qwen_node(mixed_site: dict, tmp_pa
     assert len(view["files"]) == 8
 
 
-def test_verify_reaches_every_instance_of_every_model_and_each_router(mixed_site: dict) -> None:
+def test_mixed_site_verify_reaches_every_instance_of_every_model_and_each_router(mixed_site: dict) -> None:
     run = mixed_site["runs"]["verify"]
     assert run.returncode == 0, run.stdout[-4000:]
     rows = [line.split(" | ") for line in mixed_site["report"].read_text().splitlines() if line.startswith("| metalserve")]
