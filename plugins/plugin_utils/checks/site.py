@@ -27,8 +27,9 @@ What it refuses (issue 26):
 - PD pairs behind one router that disagree on what shapes the KV cache, or a bootstrap port the router uses that the
   prefill does not bind;
 - a router pool serving more than one model, a router --host with a port, a secret or a repeated flag on its line;
-- per machine: ports, unit files and GPUs used twice, GPU sets that do not hold TP x PP / nnodes GPUs or name GPUs
-  the machine lacks;
+- per machine: ports, unit files and GPUs used twice (several servers of one host, sglang_replicas, included), GPU
+  sets that do not hold TP x PP / nnodes GPUs or name GPUs the machine lacks, docker GPU requests docker refuses
+  (`--gpus device=0,1` unquoted: docker reads the value as CSV);
 - secret-shaped strings in any command line, unit or file that is not 0600;
 - environment values their consumer reads otherwise (NCCL_* booleans as True/yes: NCCL reads them as 0);
 - health probes aimed at an address or port the server does not serve, docker servers published with -p but
