@@ -177,8 +177,8 @@ def test_mixed(plans: dict[str, dict[str, Any]]) -> None:
     assert {h: p[h]["served_model_name"] for h in ("router-glm", "router-dsv4", "router-qwen")} == {
         "router-glm": "zai-org/GLM-5.3", "router-dsv4": "deepseek-ai/DeepSeek-V4-Pro", "router-qwen": "Qwen/Qwen3.8-27B-FP8"}
     # each model with its own parsers, and verify.yml asks each the way its parser reads a request for reasoning
-    assert (flag(p["b200-d01"], "--reasoning-parser"), flag(p["b200-d01"], "--tool-call-parser")) == ("deepseek-v4",
-                                                                                                    "deepseekv4")
+    parsers = (flag(p["b200-d01"], "--reasoning-parser"), flag(p["b200-d01"], "--tool-call-parser"))
+    assert parsers == ("deepseek-v4", "deepseekv4")
     assert p["b200-d01"]["verify"]["reasoning_toggle"] == "thinking"
     assert p["h200-q01"]["verify"]["reasoning_toggle"] == p["h200-g01"]["verify"]["reasoning_toggle"] == "enable_thinking"
     # monitoring: a target per replica, labelled with its model and instance
@@ -186,7 +186,6 @@ def test_mixed(plans: dict[str, dict[str, Any]]) -> None:
     jobs = {j["job_name"]: j for j in yaml.safe_load(prometheus)["scrape_configs"]}
     labels = {c["targets"][0]: c["labels"] for c in jobs["metalserve-sglang"]["static_configs"]}
     assert len(labels) == 2 + 2 + 8
-    assert (labels["10.30.3.12:30020"]["model"], labels["10.30.3.12:30020"]["sglang_instance"]) == ("qwen3.8-27b",
-                                                                                                   "qwen3.8-27b-r2")
+    replica = labels["10.30.3.12:30020"]
+    assert (replica["model"], replica["sglang_instance"], replica["replica"]) == ("qwen3.8-27b", "qwen3.8-27b-r2", "2")
     assert labels["10.30.2.11:30000"]["model"] == "deepseek-v4-pro"
-

@@ -137,7 +137,7 @@ def decided(plans: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 def serve_view(plan: dict[str, Any]) -> dict[str, Any]:
     """The serving unit and its files (rendered/<host>/serve.yml): sglang_server's or sglang_router's."""
     role = "sglang_server" if plan["role"] == "server" else "sglang_router"
-    files = [f for f in (plan.get("files") or {}).values()]
+    files = list((plan.get("files") or {}).values())
     which: dict[str, Any] = {"unit": plan["unit"], "instance": plan["instance"]}
     if plan.get("replicas"):
         which = {"replicas": [{"instance": r["instance"], "unit": r["unit"], "gpus": r["gpus"], "port": r["recipe"]["port"]}
