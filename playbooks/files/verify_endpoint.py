@@ -50,6 +50,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--skip", default="")
+    # the chat_template_kwargs key that asks the served model for reasoning (its data: model.yml verify)
+    ap.add_argument("--reasoning-toggle", default="enable_thinking")
     a = ap.parse_args()
     key = os.environ.get("VERIFY_API_KEY", "")
     auth = {"Authorization": f"Bearer {key}", "x-api-key": key} if key else {}
@@ -64,7 +66,7 @@ def main():
         "models": lambda: call(f"{a.url}/v1/models", headers=auth, timeout=a.timeout),
         "chat": lambda: chat("Reply with one short greeting."),
         "reasoning": lambda: chat("What is 17 * 23? Think it through, then answer.",
-                                  chat_template_kwargs={"enable_thinking": True}, separate_reasoning=True),
+                                  chat_template_kwargs={a.reasoning_toggle: True}, separate_reasoning=True),
         "tool_call": lambda: chat("What is the weather in Paris right now? Use the tool.", tools=[WEATHER_TOOL],
                                   tool_choice="auto"),
         "messages": lambda: call(f"{a.url}/v1/messages", {

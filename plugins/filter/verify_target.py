@@ -12,7 +12,8 @@ author: metalserve.sglang contributors (@metalserve)
 short_description: What playbooks/verify.yml asks on a host (a server head or a router)
 description:
   - 'What playbooks/verify.yml asks on a host, from its plan: a server''s head (PD workers are asked through their
-    router) or a router; C(none) for other hosts.'
+    router) or a router; C(none) for other hosts. On a host with several replicas (sglang_replicas), the first one:
+    the filter metalserve.sglang.verify_targets lists every instance.'
   - The logic is in plugins/plugin_utils/checks/verify.py.
 options:
   _input:
@@ -29,29 +30,23 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: C(instance), C(url), C(served_model_name), C(argv) (and C(not_applicable) for routers), or C(none).
+  description: >-
+    C(instance), C(url), C(served_model_name), C(argv), C(verify) (what the model's data expects) and, for routers
+    and models without a parser, C(not_applicable); or C(none).
   type: dict
 """
 
 from typing import Any, Callable  # noqa: E402
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import verify  # noqa: E402
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain  # noqa: E402
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog  # noqa: E402
 
 
 def verify_target(plan: dict[str, Any]) -> dict[str, Any] | None:
-    """What verify.yml calls on this host: a server's head (not PD workers: their router answers) or a router."""
-    plan = to_plain(plan) or {}
-    if plan.get("role") == "router":
-        router = load_catalog().router
-        return {"instance": plan["instance"], "url": f"http://127.0.0.1:{plan['port']}",
-                "served_model_name": plan.get("served_model_name"), "argv": plan.get("worker_argv") or [],
-                "not_applicable": {check: router.get("routes_missing_reason", "")
-                                   for check in router.get("routes_missing") or []}}
-    if plan.get("role") == "server" and plan.get("rank") == 0 and not plan["recipe"].get("pd_role"):
-        return {"instance": plan["instance"], "url": f"http://127.0.0.1:{plan['recipe']['port']}",
-                "served_model_name": plan["recipe"].get("served_model_name"), "argv": plan.get("argv") or []}
-    return None
+    """What verify.yml calls on this host: a server's head (not PD workers: their router answers) or a router; the
+    first replica of a host that runs several (verify_targets lists them all)."""
+    found = verify.targets(to_plain(plan) or {})
+    return found[0] if found else None
 
 
 class FilterModule:

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: plan
 version_added: 0.1.0
 author: metalserve.sglang contributors (@metalserve)
-short_description: Plan what every GLM-5.3 host serves, from the inventory's sglang_* variables
+short_description: Plan what every host serves, from the inventory's sglang_* variables
 description:
   - Builds, on the controller, the plan of each host. That is its recipe (the cookbook cell plus knobs), the
     exact C(sglang serve) argv for its rank, instance name and members, the environment, and for router hosts

@@ -6,8 +6,10 @@ reasoning, tool calls; streaming and not), /v1/completions, /generate (the strea
 sglang.bench_serving's `sglang` backend reads), /v1/messages (Anthropic), /flush_cache, /server_info.
 It generates no text worth reading: tokens are the word "tok" repeated.
 
-Modes reproduce deployment mistakes the verify playbook must catch:
-  good             GLM-5.3 with --reasoning-parser glm45 --tool-call-parser glm47
+It answers as the served model named by --model (a site of several models runs one per server port, e.g. the
+lab's mixed shape). Modes reproduce deployment mistakes the verify playbook must catch:
+  good             the model's parsers are on (e.g. GLM-5.3 with --reasoning-parser glm45 --tool-call-parser glm47):
+                   reasoning_content apart from content, tool calls parsed
   no-reasoning     no reasoning parser: the thinking stays inside content as <think>...</think>
   raw-tool-call    wrong tool parser (e.g. glm45 for GLM-5.3): the call stays in content, finish_reason stop
   slow             every answer waits --delay seconds first

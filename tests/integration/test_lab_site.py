@@ -177,3 +177,66 @@ def test_secrets_audit(site: dict, tmp_path: Path) -> None:
         cfg = docker("exec", node, "sh", "-c", "stat -c '%a %U %G' /etc/sglang/*.secrets.yaml; cat /etc/sglang/*.secrets.yaml")
         assert cfg.startswith("640 root " + ("root" if docker_mode else "sglang")) and SECRETS["sglang_api_key"] in cfg
     print(f"\nsecrets audit: {len(SECRETS)} secrets x {len(places)} places, 0 leaks")
+
+
+# --- the mixed shape: three models, four replicas on one node, a router per model (issue 28) -------------------------
+
+MIXED = "mixed"
+
+
+@pytest.fixture(scope="module")
+def mixed_site(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """lab.py's mixed shape: one converge, a second converge, one verify.yml (TEST DOUBLEs answer on every port)."""
+    lab.destroy(MIXED)
+    inv = lab.up(MIXED, 3, "mixed")
+    report = tmp_path_factory.mktemp("verify") / "VERIFY.md"
+    try:
+        runs = {"first": lab.converge(MIXED, False, []), "second": lab.converge(MIXED, False, [])}
+        runs["verify"] = lab.run_ansible(["ansible-playbook", "-i", str(inv), "playbooks/verify.yml",
+                                          "-e", f"verify_report={report}"])
+        yield {"inv": inv, "runs": runs, "report": report, "hosts": lab.containers(MIXED)}
+    finally:
+        lab.destroy(MIXED)
+        assert lab.containers(MIXED) == []
+
+
+def test_mixed_site_converges_then_changes_nothing(mixed_site: dict) -> None:
+    first, second = mixed_site["runs"]["first"], mixed_site["runs"]["second"]
+    assert first.returncode == 0, first.stdout[-3000:]
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert len(recap(second.stdout)) == 6
+    for host, line in recap(second.stdout).items():
+        assert "changed=0" in line and "failed=0" in line, f"{host}: {line}; {changed_tasks(second.stdout)}"
+
+
+def test_mixed_site_runs_four_replicas_on_the_qwen_node(mixed_site: dict, tmp_path: Path) -> None:
+    node = f"metalserve-{MIXED}-node3"
+    units = docker("exec", node, "systemctl", "list-unit-files", "sglang-*", "--no-legend")
+    assert sorted(re.findall(r"^(sglang-\S+)\s+enabled", units, re.M)) == [
+        f"sglang-qwen3.8-27b-r{i}.service" for i in range(4)]
+    for i in range(4):
+        unit = node_file(node, f"/etc/systemd/system/sglang-qwen3.8-27b-r{i}.service")
+        assert f"--nccl-port {30001 + 10 * i}" in unit and f"--port {30000 + 10 * i}" in unit
+        env = node_file(node, f"/etc/sglang/qwen3.8-27b-r{i}.env")
+        assert f"CUDA_VISIBLE_DEVICES={2 * i},{2 * i + 1}\n" in env and "CUDA_DEVICE_ORDER=PCI_BUS_ID\n" in env
+    # what render.yml shows for the node (the facts site.yml cached) is what it got, file by file
+    render = lab.run_ansible(["ansible-playbook", "-i", str(mixed_site["inv"]), "playbooks/render.yml", "-e",
+                              f"sglang_render_dir={tmp_path}"], quiet=True)
+    assert render.returncode == 0
+    view = yaml.safe_load((tmp_path / node / "serve.yml").read_text())
+    assert [r["unit"] for r in view["replicas"]] == [f"sglang-qwen3.8-27b-r{i}.service" for i in range(4)]
+    for entry in view["files"]:
+        assert node_file(node, entry["path"]) == (tmp_path / node / entry["content"]).read_text(), entry["path"]
+    assert len(view["files"]) == 8
+
+
+def test_mixed_site_verify_reaches_every_instance_of_every_model_and_each_router(mixed_site: dict) -> None:
+    run = mixed_site["runs"]["verify"]
+    assert run.returncode == 0, run.stdout[-4000:]
+    rows = [line.split(" | ") for line in mixed_site["report"].read_text().splitlines() if line.startswith("| metalserve")]
+    seen = {(r[0].lstrip("| ").split(f"metalserve-{MIXED}-", 1)[1], r[1]) for r in rows}
+    assert seen == {("node1", "glm-5.3"), ("node2", "deepseek-v4-pro"), ("node3", "qwen3.8-27b-r0"),
+                    ("node3", "qwen3.8-27b-r1"), ("node3", "qwen3.8-27b-r2"), ("node3", "qwen3.8-27b-r3"),
+                    ("router-glm", "router"), ("router-dsv4", "router"), ("router-qwen", "router")}
+    for row in rows:
+        assert "FAIL" not in " ".join(row), row

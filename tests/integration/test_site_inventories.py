@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
 BIN = Path(sys.executable).parent
-SITES = ["h200-4rack", "gb300", "mi355x", "generated-64", "layered", "airgapped"]
+SITES = ["h200-4rack", "gb300", "mi355x", "generated-64", "layered", "airgapped", "mixed"]
 ENV = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
        "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections"), "ANSIBLE_CACHE_PLUGIN": "memory"}
 
@@ -150,3 +151,41 @@ def test_airgapped(plans: dict[str, dict[str, Any]]) -> None:
     assert p["ag-h200-01"]["warnings"] == []  # the digest's release is said, so nothing is guessed
     assert p["ag-router"]["install"]["method"] == "uv" and p["ag-router"]["workers"] == [
         "http://172.16.0.11:30000", "http://172.16.0.12:30000"]
+
+
+def test_mixed(plans: dict[str, dict[str, Any]]) -> None:
+    """Three models on their own racks, one router each; four TP2 Qwen3.8-27B replicas on every 8-GPU H200 node."""
+    site = plans["mixed"]
+    assert site["errors"] == {}
+    p = site["plans"]
+    models = {h: q["recipe"]["model"] for h, q in servers(site).items()}
+    assert models == {"h200-g01": "glm-5.3", "h200-g02": "glm-5.3", "b200-d01": "deepseek-v4-pro",
+                      "b200-d02": "deepseek-v4-pro", "h200-q01": "qwen3.8-27b", "h200-q02": "qwen3.8-27b"}
+    # the Qwen nodes: four servers each, on GPUs 0-1, 2-3, 4-5, 6-7, --port 30000 + 10 i, NCCL port one above
+    q2 = p["h200-q02"]["replicas"]
+    assert [(r["unit"], r["gpus"], flag(r, "--port"), flag(r, "--nccl-port"), flag(r, "--tp-size")) for r in q2] == [
+        ("sglang-qwen3.8-27b-r0.service", [0, 1], "30000", "30001", "2"),
+        ("sglang-qwen3.8-27b-r1.service", [2, 3], "30010", "30011", "2"),
+        ("sglang-qwen3.8-27b-r2.service", [4, 5], "30020", "30021", "2"),
+        ("sglang-qwen3.8-27b-r3.service", [6, 7], "30030", "30031", "2")]
+    unit = p["h200-q02"]["files"]["qwen3.8-27b-r3.unit"]["content"]
+    assert '--gpus "\\"device=6,7\\""' in unit and "-p 30030:30030" in unit
+    # one router per model: router-qwen takes every replica of both nodes, the others their rack's two servers
+    assert p["router-qwen"]["workers"] == [f"http://10.30.3.1{n}:300{i}0" for n in (1, 2) for i in range(4)]
+    assert p["router-glm"]["workers"] == ["http://10.30.1.11:30000", "http://10.30.1.12:30000"]
+    assert p["router-dsv4"]["workers"] == ["http://10.30.2.11:30000", "http://10.30.2.12:30000"]
+    assert {h: p[h]["served_model_name"] for h in ("router-glm", "router-dsv4", "router-qwen")} == {
+        "router-glm": "zai-org/GLM-5.3", "router-dsv4": "deepseek-ai/DeepSeek-V4-Pro", "router-qwen": "Qwen/Qwen3.8-27B-FP8"}
+    # each model with its own parsers, and verify.yml asks each the way its parser reads a request for reasoning
+    parsers = (flag(p["b200-d01"], "--reasoning-parser"), flag(p["b200-d01"], "--tool-call-parser"))
+    assert parsers == ("deepseek-v4", "deepseekv4")
+    assert p["b200-d01"]["verify"]["reasoning_toggle"] == "thinking"
+    assert p["h200-q01"]["verify"]["reasoning_toggle"] == p["h200-g01"]["verify"]["reasoning_toggle"] == "enable_thinking"
+    # monitoring: a target per replica, labelled with its model and instance
+    prometheus = site["monitoring"]["files"]["prometheus"]["content"]
+    jobs = {j["job_name"]: j for j in yaml.safe_load(prometheus)["scrape_configs"]}
+    labels = {c["targets"][0]: c["labels"] for c in jobs["metalserve-sglang"]["static_configs"]}
+    assert len(labels) == 2 + 2 + 8
+    replica = labels["10.30.3.12:30020"]
+    assert (replica["model"], replica["sglang_instance"], replica["replica"]) == ("qwen3.8-27b", "qwen3.8-27b-r2", "2")
+    assert labels["10.30.2.11:30000"]["model"] == "deepseek-v4-pro"

@@ -9,7 +9,13 @@ run against it with the hardware-bound stages off.
 Shapes: pd (default) - node1 a PD prefill worker, node2 a PD decode worker, a router in PD mode in front;
 plain - N plain servers behind one router; full - the pd shape (with sglang_dist_interface) plus node3 a
 uv server of another SGLang release (0.5.13.post1), node4 a docker-mode server whose image comes through
-a registry mirror (the lab registry's stand-in), and a docker-mode router in front of those two. The
+a registry mirror (the lab registry's stand-in), and a docker-mode router in front of those two; mixed - a site
+of three models (issue 28): node1 GLM-5.3 (H200), node2 DeepSeek-V4-Pro (B200), node3 four TP2 replicas of
+Qwen3.8-27B (H200, sglang_replicas: 4), and one real sglang-router per model (router-glm, router-dsv4,
+router-qwen). In the mixed shape each server's endpoint (every replica's --port) is answered by a TEST DOUBLE
+(tests/doubles/openai_double.py, a unit of its own named metalserve-test-double-<port>, started before the
+converge) standing in for the SGLang server the node cannot start, so the routers and verify.yml reach every
+instance of every model. The
 servers are GPU-less: SGLang is installed (uv, from the venv volume the molecule scenarios share), weights
 are staged (a tiny checkpoint-shaped folder copied from /mnt/shared), units are written, checked by
 SGLang's own parser and enabled, but not started (without a GPU SGLang stops at device detection). The
@@ -152,6 +158,63 @@ def inventory(name: str, servers: list[str], router: str, shape: str, extra: dic
     return doc
 
 
+#: the mixed shape: (node suffix, its group, the group's variables); one router per group, named router-<group>
+MIXED = (
+    ("node1", "glm", {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}),
+    ("node2", "dsv4", {"sglang_gpu": "b200", "sglang_model": "deepseek-v4-pro", "sglang_strategy": "balanced"}),
+    ("node3", "qwen", {"sglang_gpu": "h200", "sglang_model": "qwen3.8-27b", "sglang_strategy": "balanced",
+                       "sglang_extra_args": ["--tp-size", "2"], "sglang_replicas": 4}),
+)
+#: what the TEST DOUBLE answers on each server node of the mixed shape: (--port, served model name) per instance
+MIXED_DOUBLES = {"node1": [(30000, "zai-org/GLM-5.3")], "node2": [(30000, "deepseek-ai/DeepSeek-V4-Pro")],
+                 "node3": [(30000 + 10 * i, "Qwen/Qwen3.8-27B-FP8") for i in range(4)]}
+
+
+def mixed_hosts(name: str) -> tuple[list[str], list[str]]:
+    """(server containers, router containers) of the mixed shape."""
+    return ([f"metalserve-{name}-{node}" for node, _group, _v in MIXED],
+            [f"metalserve-{name}-router-{group}" for _node, group, _v in MIXED])
+
+
+def mixed_inventory(name: str, ips: dict[str, str], known: Path | None, extra: dict | None = None) -> dict:
+    servers, routers = mixed_hosts(name)
+    transport = ssh_vars(known) if known else {"ansible_connection": "community.docker.docker"}
+
+    def host(h: str) -> dict:
+        return {"ansible_host": ips[h]} if h in ips and known else {}
+    children = {group: {"hosts": {server: host(server)}, "vars": variables}
+                for server, (_node, group, variables) in zip(servers, MIXED)}
+    return {"all": {
+        "vars": {**transport, "sglang_install_method": "uv", "sglang_rack": f"lab-{name}", **(extra or {})},
+        "children": {
+            "servers": {"children": children, "vars": {
+                "sglang_model_path": "/var/lib/sglang/models/tiny-org/Tiny",
+                "model_weights_source": "copy", "model_weights_copy_source": "/mnt/shared/tiny-org/Tiny",
+                "sglang_server_start": False}},
+            "routers": {"hosts": {router: {**host(router), "sglang_router_workers_group": group}
+                                  for router, (_node, group, _v) in zip(routers, MIXED)},
+                        "vars": {"sglang_role": "router"}}}}}
+
+
+def start_doubles(name: str) -> None:
+    """The TEST DOUBLE (tests/doubles/openai_double.py) on every port a server of the mixed shape listens on, each a
+    unit of its own (never one of the collection's names), labelled as what it is."""
+    double = ROOT / "tests" / "doubles" / "openai_double.py"
+    for node, answers in MIXED_DOUBLES.items():
+        host = f"metalserve-{name}-{node}"
+        sh(["docker", "cp", str(double), f"{host}:/usr/local/bin/openai_double.py"])
+        for port, model in answers:
+            unit = "\n".join([
+                "# TEST DOUBLE of an SGLang server (tests/doubles/openai_double.py): it answers on the --port of the",
+                "# server the lab writes and enables but cannot start (no GPU). Not part of the collection.",
+                "[Unit]", f"Description=TEST DOUBLE standing in for the SGLang server on port {port} ({model})", "",
+                "[Service]", f"ExecStart=/usr/bin/python3 /usr/local/bin/openai_double.py --host 0.0.0.0 --port {port} "
+                f"--model {model} --tpot-ms 1", "Restart=on-failure", "", "[Install]", "WantedBy=multi-user.target", ""])
+            path = f"/etc/systemd/system/metalserve-test-double-{port}.service"
+            sh(["docker", "exec", "-i", host, "sh", "-c", f"cat > {path}"], input=unit)
+            sh(["docker", "exec", host, "systemctl", "enable", "--now", path.rsplit("/", 1)[1]])
+
+
 def ensure_venv(name: str, inv: Path, first: str) -> None:
     """Fill the shared venv volume from one node before the others look at it (else they race)."""
     if sh(["docker", "exec", first, "test", "-x", "/opt/sglang/venvs/0.5.23/bin/sglang"], check=False).returncode == 0:
@@ -187,6 +250,8 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None, transport
         raise SystemExit(f"lab {name} exists ({', '.join(containers(name))}); `lab.py destroy --name {name}` first")
     if shape == "pd" and servers != 2:
         raise SystemExit("the pd shape has exactly 2 servers (prefill and decode)")
+    if shape == "mixed":
+        servers = len(MIXED)
     if shape == "full":
         servers = 4
         registry = str(ROOT / "tests" / "lab" / "registry.sh")
@@ -200,6 +265,8 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None, transport
     nodes = [f"metalserve-{name}-node{i}" for i in range(1, servers + 1)]
     router = f"metalserve-{name}-router"
     every = nodes + [router] + ([f"{router}2"] if shape == "full" else [])
+    if shape == "mixed":
+        every = [h for hosts in mixed_hosts(name) for h in hosts]
     for host in every:
         start_container(name, host, network, checkpoint,
                         docker_socket=shape == "full" and host in (nodes[-1], f"{router}2"))
@@ -209,11 +276,15 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None, transport
     known = lab_dir(name) / "known_hosts"
     ips = known_hosts(every, known)
     inv = lab_dir(name) / "hosts.yml"
-    doc = inventory(name, nodes, router, shape, extra, ips, known if transport == "ssh" else None)
+    if shape == "mixed":
+        doc = mixed_inventory(name, ips, known if transport == "ssh" else None, extra)
+        start_doubles(name)
+    else:
+        doc = inventory(name, nodes, router, shape, extra, ips, known if transport == "ssh" else None)
     inv.write_text("# Written by tests/lab/lab.py: a lab site of GPU-less systemd containers, reached over "
                    f"{transport}\n" + yaml.safe_dump(doc, sort_keys=False))
     ensure_venv(name, inv, nodes[0])
-    print(f"[lab {name}] up: {', '.join(nodes + [router])}; inventory {inv}")
+    print(f"[lab {name}] up: {', '.join(every)}; inventory {inv}")
     return inv
 
 
@@ -248,7 +319,7 @@ def main() -> int:
     ap.add_argument("command", choices=["up", "converge", "destroy", "inventory", "status"])
     ap.add_argument("--name", default="lab")
     ap.add_argument("--servers", type=int, default=2)
-    ap.add_argument("--shape", choices=["pd", "plain", "full"], default="pd")
+    ap.add_argument("--shape", choices=["pd", "plain", "full", "mixed"], default="pd")
     ap.add_argument("--check", action="store_true")
     args, extra = ap.parse_known_args()
     if args.command == "up":

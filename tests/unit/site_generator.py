@@ -1,7 +1,8 @@
 """Random coherent sites and one-mistake mutations of them (tests/unit/test_generated_sites.py).
 
 A site is made from a seed: racks of single-node servers (H200 FP8, GB300 FP8 with its IMEX domain, MI355X FP8),
-two-node H200 BF16 pairs, PD pairs behind a PD router, plain routers over a rack, a monitoring host; each rack
+a rack of Qwen3.8-27B nodes running several replicas each (TP1 or TP2, sglang_replicas), two-node H200 BF16 pairs,
+PD pairs behind a PD router, plain routers over a rack, a monitoring host; each rack
 with its own install method (docker or uv) and its own weights folder or hub id. Every host has the facts
 site.yml's first play gathers (OS, default address, fabric for networked servers). A mutation is one mistake of
 issue 26's classes applied to one host of such a site; it returns the host it changed, which the refusal must
@@ -22,6 +23,7 @@ RACKS = {
     "mi355x": {"sglang_gpu": "mi355x", "sglang_quant": "fp8", "sglang_strategy": "balanced"},
 }
 PAIR = {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_strategy": "balanced", "sglang_nodes": 2}
+QWEN = {"sglang_gpu": "h200", "sglang_model": "qwen3.8-27b", "sglang_strategy": "balanced"}
 PD = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "balanced", "sglang_cookbook_revision": "03d5035a"}
 CHECKPOINTS = {"fp8": "zai-org/GLM-5.3", "bf16": "zai-org/GLM-5.3-BF16"}
 
@@ -70,6 +72,16 @@ def generate(seed: int) -> Site:
         for n in range(rng.randint(1, 3)):
             b.host(f"{rack}-n{n}", [rack], **settings)
         plain_racks.append(rack)
+    if rng.random() < 0.5:  # several servers per node: Qwen3.8-27B replicas of one or two GPUs each
+        tp = rng.choice([1, 2])
+        settings = {**QWEN, **b.install(), "sglang_rack": "qwen", "sglang_replicas": rng.randint(2, 8 // tp)}
+        if tp == 2:
+            settings["sglang_extra_args"] = ["--tp-size", "2"]
+        if rng.random() < 0.5:
+            settings["sglang_model_path"] = "/nvme/models/Qwen/Qwen3.8-27B-FP8"
+        for n in range(rng.randint(1, 2)):
+            b.host(f"qwen-n{n}", ["qwen"], **settings)
+        plain_racks.append("qwen")
     for p in range(rng.randint(0, 2)):
         group = f"pair{p}"
         settings = {**PAIR, **b.install(), "sglang_model_path": f"/nvme/models/{CHECKPOINTS['bf16']}",
@@ -281,10 +293,32 @@ def stray_nvidia_setting_on_amd(rng: random.Random, hv: dict, groups: dict) -> s
     return host
 
 
+def _replicated(h: str, v: dict[str, Any]) -> bool:
+    return int(v.get("sglang_replicas") or 1) > 1
+
+
+def replica_gpu_sets_overlap(rng: random.Random, hv: dict, groups: dict) -> str | None:
+    """Two replicas of a host named on the same GPUs (the last set copies the first)."""
+    host = pick(rng, _servers(hv, _replicated))
+    if host:
+        count, per = int(hv[host]["sglang_replicas"]), 2 if hv[host].get("sglang_extra_args") else 1
+        sets = [[i * per + k for k in range(per)] for i in range(count)]
+        hv[host]["sglang_replica_gpus"] = sets[:-1] + [list(sets[0])]
+    return host
+
+
+def replica_mask_of_the_operators_own(rng: random.Random, hv: dict, groups: dict) -> str | None:
+    """A GPU mask in sglang_env on a host whose replicas the plan gives their own GPUs."""
+    host = pick(rng, _servers(hv, _replicated))
+    if host:
+        hv[host]["sglang_env"] = {"CUDA_VISIBLE_DEVICES": "0,1"}
+    return host
+
+
 MUTATIONS: tuple[Callable[[random.Random, dict, dict], str | None], ...] = (
     tp_alias_in_extra_args, dist_flag_under_an_old_name, secret_in_router_args, router_host_with_port, nccl_boolean,
     credentials_in_env, gpu_mask_hides_half, pd_backends_differ, pd_kv_dtype_differs, copied_dist_address,
     loopback_bind_behind_a_router, cuda_image_on_amd, deepep_on_amd, gb300_without_imex, driver_of_another_branch,
     daemon_json_number, bf16_folder_on_fp8, misspelled_role_prefix, quoted_number_in_nested_dict,
-    stray_nvidia_setting_on_amd,
+    stray_nvidia_setting_on_amd, replica_gpu_sets_overlap, replica_mask_of_the_operators_own,
 )

@@ -26,13 +26,17 @@ def test_not_a_bench_serving_file_is_refused() -> None:
 def test_published_numbers_and_workload_for_a_cell() -> None:
     pub = br.published("glm-5.3", H200_LL)
     assert [s["concurrency"] for s in pub["entry"]["speed"]] == [1, 16]
-    assert br.workload("glm-5.3", H200_LL) == [{"concurrency": 1, "prompts": 8}, {"concurrency": 16, "prompts": 64}]
+    # the page's speed command: random ISL 8192 / OSL 1024, range ratio 1.0, 64 warm-up requests, sglang backend
+    glm = {"dataset": "random", "isl": 8192, "osl": 1024, "range_ratio": 1.0, "warmup_requests": 64, "backend": "sglang"}
+    assert br.workload("glm-5.3", H200_LL) == [{"concurrency": 1, "prompts": 8, **glm},
+                                               {"concurrency": 16, "prompts": 64, **glm}]
     ht = {**H200_LL, "strategy": "high-throughput", "cookbook_revision": "03d5035a"}
-    assert br.workload("glm-5.3", ht) == [{"concurrency": 1024, "prompts": 2048}]
+    assert br.workload("glm-5.3", ht) == [{"concurrency": 1024, "prompts": 2048, **glm}]
     pending = {"gpu": "mi300x", "quant": "fp8", "strategy": "balanced", "nodes": 1}
     assert br.published("glm-5.3", pending)["entry"] is None
-    assert br.workload("glm-5.3", pending) == [{"concurrency": 64, "prompts": 128}, {"concurrency": 256, "prompts": 512}]
-    assert br.workload("glm-5.3", H200_LL, [4]) == [{"concurrency": 4, "prompts": 8}]
+    assert br.workload("glm-5.3", pending) == [{"concurrency": 64, "prompts": 128, **glm},
+                                               {"concurrency": 256, "prompts": 512, **glm}]
+    assert br.workload("glm-5.3", H200_LL, [4]) == [{"concurrency": 4, "prompts": 8, **glm}]
 
 
 def test_published_throughput_is_total_tokens_per_gpu() -> None:

@@ -271,9 +271,25 @@ def test_the_benchmark_filter_passes_the_revision() -> None:
     from ansible_collections.metalserve.sglang.plugins.filter.bench_workload import bench_workload
     rec = recipe_engine.recipe({"gpu": "h200", "quant": "fp8", "strategy": "high-throughput",
                                 "cookbook_revision": SEED_REVISION})
-    assert bench_workload(rec) == [{"concurrency": 1024, "prompts": 2048}]
+    # the GLM-5.3 page's speed command: random ISL 8192 / OSL 1024, range ratio 1.0, 64 warm-up requests
+    glm = {"dataset": "random", "isl": 8192, "osl": 1024, "range_ratio": 1.0, "warmup_requests": 64, "backend": "sglang"}
+    assert bench_workload(rec) == [{"concurrency": 1024, "prompts": 2048, **glm}]
     assert bench_workload(recipe_engine.recipe({"gpu": "h200", "quant": "fp8", "strategy": "high-throughput"})) == \
-        [{"concurrency": 64, "prompts": 128}, {"concurrency": 256, "prompts": 512}]
+        [{"concurrency": 64, "prompts": 128, **glm}, {"concurrency": 256, "prompts": 512, **glm}]
+
+
+def test_each_model_is_benchmarked_at_its_own_published_workload() -> None:
+    """The Qwen3.8-27B page measured ISL 1024 / OSL 1024 through the OpenAI-compatible backend with no warm-up flag
+    (its benchmarks.jsx speed command), DeepSeek-V4 at GLM-5.3's 8192/1024: a mixed site runs each its own way."""
+    from ansible_collections.metalserve.sglang.plugins.filter.bench_workload import bench_workload
+    qwen = bench_workload(recipe_engine.recipe({"model": "qwen3.8-27b", "gpu": "gb300", "quant": "fp8",
+                                                "strategy": "balanced"}))
+    assert qwen == [{"concurrency": c, "prompts": p, "dataset": "random", "isl": 1024, "osl": 1024, "range_ratio": 1,
+                     "warmup_requests": None, "backend": "sglang-oai"} for c, p in ((1, 64), (16, 64), (64, 256))]
+    deepseek = bench_workload(recipe_engine.recipe({"model": "deepseek-v4-pro", "gpu": "b200", "quant": "fp4",
+                                                    "strategy": "balanced"}))
+    assert [(r["concurrency"], r["prompts"], r["isl"], r["osl"], r["warmup_requests"], r["backend"]) for r in deepseek] \
+        == [(64, 128, 8192, 1024, 64, "sglang"), (256, 512, 8192, 1024, 64, "sglang")]
 
 
 @pytest.mark.parametrize("model,rev", MODEL_REVISIONS)

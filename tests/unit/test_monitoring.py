@@ -151,7 +151,7 @@ def test_every_server_head_and_member_router_and_exporter_is_a_target() -> None:
     assert member == {"instance": "b2", "role": "server", "rack": "B", "sglang_instance": "pair", "head": "b1",
                       "model": "glm-5.3", "gpu_model": "h200", "quant": "bf16", "strategy": "balanced", "rank": "1"}
     assert targets(j["metalserve-node"])["10.0.0.20:9100"] == {"instance": "mon", "role": "none"}
-    router = {"instance": "r1", "role": "router", "rack": "A", "sglang_instance": "router"}
+    router = {"instance": "r1", "role": "router", "rack": "A", "sglang_instance": "router", "model": "glm-5.3"}
     assert targets(j["metalserve-sglang-router"])["10.0.0.9:29000"] == router
 
 

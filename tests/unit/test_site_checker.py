@@ -272,8 +272,77 @@ def test_a_mask_naming_a_gpu_the_machine_lacks() -> None:
 
 
 def test_docker_gpus_device_list_counts() -> None:
-    nodes = edit(tree(), "p1", UNITS + "sglang-glm-prefill.service", "--gpus all", "--gpus device=0,1,2,3")
+    # the unit line as typed: systemd unquotes "\"device=0,1,2,3\"" to "device=0,1,2,3", one CSV field for docker
+    nodes = edit(tree(), "p1", UNITS + "sglang-glm-prefill.service", "--gpus all", '--gpus "\\"device=0,1,2,3\\""')
     refused(nodes, "p1", r"needs 8 GPUs \(--tp-size 8\) but sees 4")
+
+
+def test_an_unquoted_docker_device_list_is_device_0_and_a_count() -> None:
+    """docker reads --gpus as one CSV record (docker/cli opts/gpus.go): device=0,1,2,3 is `device=0` and bare counts 1,
+    2 and 3 (the last wins), and the daemon refuses a request with both (moby: "cannot set both Count and DeviceIDs on
+    device request")."""
+    nodes = edit(tree(), "p1", UNITS + "sglang-glm-prefill.service", "--gpus all", "--gpus device=0,1,2,3")
+    refused(nodes, "p1", r"^sglang-glm-prefill\.service: --gpus device=0,1,2,3: docker reads its value as CSV, so this "
+                         r"is device 0 and a count of 3, which the daemon refuses \(cannot set both Count and DeviceIDs "
+                         r"on device request\); quote the device list inside the value")
+    one = edit(tree(), "p1", UNITS + "sglang-glm-prefill.service", "--gpus all", "--gpus device=5")
+    refused(one, "p1", r"needs 8 GPUs \(--tp-size 8\) but sees 1 \(5\)")
+    shell = edit(tree(), "p1", UNITS + "sglang-glm-prefill.service", "--gpus all", "--gpus '\"device=0,1\"'")
+    refused(shell, "p1", r"needs 8 GPUs \(--tp-size 8\) but sees 2 \(0, 1\)")  # systemd's '...' quoting, as a shell's
+
+
+REPLICA = unit("/opt/sglang/venvs/0.5.23/bin/sglang serve --model-path /m --tp-size 2 --nccl-port {nccl} "
+               "--host 0.0.0.0 --port {port}", env_file="/etc/sglang/{name}.env", post=PROBE)
+DOCKER_REPLICA = unit("/usr/bin/docker run --rm --name sglang-{name} --env-file /etc/sglang/{name}.env --gpus {gpus} "
+                      "--shm-size 32g --ipc=host -p {port}:{port} lmsysorg/sglang:v0.5.23-cu129 sglang serve "
+                      "--model-path /m --tp-size 2 --host 0.0.0.0 --port {port}",
+                      env_file="/etc/sglang/{name}.env", post=PROBE)
+
+
+def four_replicas(masks: list[str], ports: list[int], nccl: list[int]) -> dict[str, Any]:
+    """One host running four TP2 servers side by side on its 8 GPUs, each with its own mask, --port and NCCL port."""
+    files = {}
+    for i, (mask, port, nccl_port) in enumerate(zip(masks, ports, nccl)):
+        name = f"q-r{i}"
+        files[UNITS + f"sglang-{name}.service"] = REPLICA.format(nccl=nccl_port, port=port, name=name)
+        files[f"/etc/sglang/{name}.env"] = f"CUDA_VISIBLE_DEVICES={mask}\n"
+    return {"q": h200("box2", files)}
+
+
+def test_four_replicas_with_their_own_gpus_and_ports_share_a_box() -> None:
+    assert check_site(four_replicas(["0,1", "2,3", "4,5", "6,7"], [30000, 30010, 30020, 30030],
+                                    [30001, 30011, 30021, 30031])) == []
+
+
+def test_replicas_sharing_gpus_or_an_nccl_port_are_refused() -> None:
+    refused(four_replicas(["0,1", "2,3", "3,4", "6,7"], [30000, 30010, 30020, 30030], [30001, 30011, 30021, 30031]),
+            "q", r"^GPU 3 of box2 would serve sglang-q-r1\.service \(q\) and sglang-q-r2\.service \(q\) at once")
+    refused(four_replicas(["0,1", "2,3", "4,5", "6,7"], [30000, 30010, 30020, 30030], [29500] * 4),
+            "q", r"^port 29500 is bound twice on box2: sglang-q-r0\.service --nccl-port of q and sglang-q-r1\.service "
+                 r"--nccl-port of q")
+    refused(four_replicas(["0,1", "2,3", "4,5", "6,8"], [30000, 30010, 30020, 30030], [30001, 30011, 30021, 30031]),
+            "q", r"^sglang-q-r3\.service: CUDA_VISIBLE_DEVICES=6,8 names GPU 8, but it sees 8 \(the machine has 8\)")
+    # 30233 is replica 0's SGLang-internal block (--port + 233): a replica listening there collides with it
+    refused(four_replicas(["0,1", "2,3", "4,5", "6,7"], [30000, 30010, 30020, 30233], [30001, 30011, 30021, 30031]),
+            "q", r"^port 30233 is bound twice on box2: sglang-q-r0\.service --port \+233 \(SGLang internal\) of q and "
+                 r"sglang-q-r3\.service --port of q")
+
+
+def test_docker_replicas_with_quoted_device_lists() -> None:
+    def tree(gpus: list[str]) -> dict[str, Any]:
+        files = {}
+        for i, spec in enumerate(gpus):
+            name = f"d-r{i}"
+            files[UNITS + f"sglang-{name}.service"] = DOCKER_REPLICA.format(name=name, gpus=spec, port=30000 + 10 * i)
+            files[f"/etc/sglang/{name}.env"] = "# env\n"
+        return {"d": h200("box3", files)}
+    # as the unit holds them: systemd unquotes \"device=0,1\" to "device=0,1", one CSV field for docker
+    assert check_site(tree(['"\\"device=0,1\\""', '"\\"device=2,3\\""'])) == []
+    refused(tree(['"\\"device=0,1\\""', '"\\"device=1,2\\""']), "d",
+            r"^GPU 1 of box3 would serve sglang-d-r0\.service \(d\) and sglang-d-r1\.service \(d\) at once")
+    refused(tree(['"\\"device=0,1\\""', "device=2,3"]), "d",
+            r"^sglang-d-r1\.service: --gpus device=2,3: docker reads its value as CSV, so this is device 2 and a count "
+            r"of 3, which the daemon refuses")
 
 
 def test_same_ports_and_unit_names_on_one_box() -> None:

@@ -66,7 +66,7 @@ def test_a_good_endpoint_passes_every_check_with_latencies() -> None:
     ("reasoning", chat({"content": "391"}), "no reasoning_content in the reply"),
     ("tool_call", chat({"content": "<tool_call>get_weather\n<arg_key>city</arg_key></tool_call>"}),
      "finish_reason is 'stop' with 0 parsed tool call(s) and the call sits unparsed in content; the server runs "
-     "--tool-call-parser glm47. GLM-5.3 needs glm47 (glm45 leaves GLM-5.3's calls unparsed): check sglang_parsers"),
+     "--tool-call-parser glm47. GLM-5.3 needs glm47: check sglang_parsers"),
     ("tool_call", chat({"tool_calls": [{"function": {"name": "get_weather", "arguments": "{city"}}]}, "tool_calls"),
      "the tool call's arguments are not JSON"),
     ("tool_call", chat({"tool_calls": [{"function": {"name": "get_weather", "arguments": "{}"}}]}, "tool_calls"),

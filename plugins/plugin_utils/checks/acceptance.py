@@ -386,10 +386,15 @@ def cgroup_owner(path: str | None, containers: dict[str, str]) -> dict[str, Any]
 def serving_unit(plan: dict[str, Any] | None) -> dict[str, Any] | None:
     """What of this host may hold its GPUs: the plan's serving unit. uv installs: the processes of
     /system.slice/<unit> (systemd's cgroup of the unit); docker installs: those of the container sglang-<instance>
-    (the unit only runs the docker client). None for a host that serves nothing in the plan."""
+    (the unit only runs the docker client). None for a host that serves nothing in the plan. A host with several
+    replicas (sglang_replicas) has one per replica: `any` lists them, and the label names them all."""
     plan = plan or {}
     if plan.get("role") != "server" or not plan.get("unit"):
         return None
+    if plan.get("replicas"):
+        units = [serving_unit({k: v for k, v in r.items() if k != "replicas"}) for r in plan["replicas"]]
+        return {"method": units[0]["method"], "unit": None, "container": None, "cgroup": None,
+                "any": units, "label": ", ".join(u["label"] for u in units)}
     method = str((plan.get("install") or {}).get("method") or "docker")
     if method == "docker":
         name = container_name(plan)
@@ -402,6 +407,8 @@ def serving_unit(plan: dict[str, Any] | None) -> dict[str, Any] | None:
 def is_serving(proc: dict[str, Any], serving: dict[str, Any] | None) -> bool:
     if not serving:
         return False
+    if serving.get("any"):
+        return any(is_serving(proc, one) for one in serving["any"])
     if serving["container"]:
         return proc.get("container") == serving["container"]
     path = proc.get("cgroup") or ""

@@ -34,8 +34,16 @@ def published(model: str, cell: dict[str, Any], data_dir: Path = DATA_DIR) -> di
     return {"doc": doc, "entry": entry}
 
 
-def workload(model: str, cell: dict[str, Any], concurrencies: list[int] | None = None) -> list[dict[str, int]]:
-    """(concurrency, prompts) to run: asked for, else the published ones, else the strategy's upstream ones."""
+#: bench_serving's own defaults, for a model whose benchmarks.yml states no workload (a site recipe's model)
+DEFAULT_WORKLOAD = {"dataset": "random", "isl": 8192, "osl": 1024, "range_ratio": 1.0, "warmup_requests": 64,
+                    "backend": "sglang"}
+
+
+def workload(model: str, cell: dict[str, Any], concurrencies: list[int] | None = None) -> list[dict[str, Any]]:
+    """The runs of playbooks/benchmark.yml: (concurrency, prompts) asked for, else the published ones, else the
+    strategy's upstream ones; each with the workload the model's page published its numbers at (benchmarks.yml
+    `workload`: dataset, input and output lengths, range ratio, warm-up requests, bench_serving backend), so each
+    model of a site is measured the way its own numbers were."""
     pub = published(model, cell)
     chosen = list(concurrencies or [])
     if not chosen and pub["entry"]:
@@ -43,7 +51,12 @@ def workload(model: str, cell: dict[str, Any], concurrencies: list[int] | None =
     if not chosen:
         chosen = UPSTREAM_CONCURRENCY.get(cell["strategy"], [1])
     per = {int(k): int(v) for k, v in (pub["doc"].get("prompts_per_concurrency") or {}).items()}
-    return [{"concurrency": int(c), "prompts": per.get(int(c), max(8, 2 * int(c)))} for c in chosen]
+    given = pub["doc"].get("workload") or {}
+    settings = {key: given.get(key) for key in DEFAULT_WORKLOAD}
+    if not given:
+        settings = dict(DEFAULT_WORKLOAD)
+    # a key the page's speed command leaves out stays None: benchmark.yml leaves that flag to bench_serving's default
+    return [{"concurrency": int(c), "prompts": per.get(int(c), max(8, 2 * int(c))), **settings} for c in chosen]
 
 
 def parse_results(text: str) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell, checkpoint_of
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import replicas
 
 MIB_TO_GB = 1.048576e-3  # 1 MiB in decimal GB, the unit of checkpoint sizes
 
@@ -144,8 +145,13 @@ def check_gpus(r: Report, plan: dict[str, Any], gpu: dict[str, Any], platform: d
                   f"has {count} ({models}).",
                   "pick a recipe that fits this node (listed below) or run this one on a node with "
                   f"{need} {gpu_id} GPUs")
+    placed = [g for i in replicas.instances_of(plan) for g in (i.get("gpus") or [])]
+    if placed and max(placed) >= count:
+        r.problem(f"the plan places servers on GPU {max(placed)} (sglang_replicas / sglang_replica_gpus); this node has "
+                  f"{count} ({models}), GPUs 0-{count - 1}.",
+                  "lower sglang_replicas or name GPUs this node has in sglang_replica_gpus")
     expected = platform.get("gpus_per_node")
-    if expected and count not in (expected, need) and count > need:
+    if expected and count not in (expected, need) and count > need and not placed:
         r.warnings.append(f"{count} GPUs found; a standard {gpu_id} node has {expected}, the recipe uses {need}")
     return True
 

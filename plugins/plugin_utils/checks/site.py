@@ -27,8 +27,9 @@ What it refuses (issue 26):
 - PD pairs behind one router that disagree on what shapes the KV cache, or a bootstrap port the router uses that the
   prefill does not bind;
 - a router pool serving more than one model, a router --host with a port, a secret or a repeated flag on its line;
-- per machine: ports, unit files and GPUs used twice, GPU sets that do not hold TP x PP / nnodes GPUs or name GPUs
-  the machine lacks;
+- per machine: ports, unit files and GPUs used twice (several servers of one host, sglang_replicas, included), GPU
+  sets that do not hold TP x PP / nnodes GPUs or name GPUs the machine lacks, docker GPU requests docker refuses
+  (`--gpus device=0,1` unquoted: docker reads the value as CSV);
 - secret-shaped strings in any command line, unit or file that is not 0600;
 - environment values their consumer reads otherwise (NCCL_* booleans as True/yes: NCCL reads them as 0);
 - health probes aimed at an address or port the server does not serve, docker servers published with -p but
@@ -40,6 +41,7 @@ Pure.
 """
 from __future__ import annotations
 
+import csv
 import dataclasses
 import functools
 import ipaddress
@@ -531,6 +533,41 @@ def _gpu_mask(text: str) -> list[str]:
     return out
 
 
+def docker_gpu_request(value: str) -> tuple[Optional[str], Optional[list[str]], str]:
+    """docker run --gpus VALUE as the docker CLI reads it (docker/cli opts/gpus.go): the value is one CSV record;
+    `device=a,b` sets the device ids, `count=N` or a bare N / `all` the count, and a request with both is refused by
+    the daemon ("cannot set both Count and DeviceIDs on device request", moby daemon/nvidia_linux.go). Returns
+    (count: 'all', a number or None; device ids or None; the problem, '' when docker takes it)."""
+    try:
+        fields = next(csv.reader([value]), [])
+    except csv.Error as exc:
+        return None, None, f"--gpus {value}: docker cannot read it as CSV ({exc})"
+    count: Optional[str] = None
+    devices: Optional[list[str]] = None
+    seen: set[str] = set()
+    for field in fields:
+        key, eq, val = field.partition("=")
+        if key in seen:
+            return None, None, f"--gpus {value}: docker takes each key of a GPU request once ({key!r} twice)"
+        seen.add(key)
+        if not eq or key == "count":
+            seen.add("count")
+            count = key if not eq else val
+            if count != "all" and not count.isdigit():
+                return None, None, (f"--gpus {value}: docker reads {count!r} as a GPU count, which must be \"all\" or "
+                                    "a number")
+        elif key == "device":
+            devices = [d for d in val.split(",") if d]
+    if count is not None and devices is not None:
+        return count, devices, (f"--gpus {value}: docker reads its value as CSV, so this is device {','.join(devices)} "
+                                f"and a count of {count}, which the daemon refuses (cannot set both Count and DeviceIDs "
+                                "on device request); quote the device list inside the value: '\"device=0,1\"' in a "
+                                "shell, \"\\\"device=0,1\\\"\" in a unit")
+    if count is None and devices is None:
+        count = "1"  # docker's default for a request that names neither
+    return count, devices, ""
+
+
 def gpu_set(node: Node, svc: Service) -> tuple[Optional[list[str]], list[str]]:
     """(the GPUs of the machine a server can see, by index or UUID; None when unknown, problems)."""
     problems = []
@@ -539,13 +576,14 @@ def gpu_set(node: Node, svc: Service) -> tuple[Optional[list[str]], list[str]]:
     if svc.docker:
         requested = svc.docker.values("--gpus")
         if requested:
-            spec = requested[-1].strip("'\"")
-            if spec == "all":
-                visible = every
-            elif spec.startswith("device="):
-                visible = [d.strip() for d in spec[len("device="):].strip("'\"").split(",") if d.strip()]
-            elif spec.isdigit():
-                visible = every[:int(spec)] if every is not None else [str(i) for i in range(int(spec))]
+            count, devices, problem = docker_gpu_request(requested[-1])
+            if problem:
+                problems.append(f"{svc.name}: {problem}")
+                return None, problems
+            if devices is not None:
+                visible = devices
+            elif count != "all":
+                visible = every[:int(count)] if every is not None else [str(i) for i in range(int(count))]
         elif node.vendor == "nvidia":
             visible = []
         renders = [d for d in svc.docker.values("--device") if d.startswith("/dev/dri/renderD")]
@@ -729,14 +767,17 @@ def check_machines(nodes: list[Node]) -> Iterable[Problem]:
                     yield node.host, problem
                 for gpu in gpus or []:
                     used[gpu].append((node.host, svc.name))
-        clashes = {g: owners for g, owners in used.items() if len(owners) > 1}
-        if clashes:
-            pairs = sorted({o for owners in clashes.values() for o in owners})
-            gpus = ", ".join(sorted(clashes, key=lambda g: (len(g), g)))
+        # one message per set of servers that share GPUs (replicas of two inventory names clash pair by pair)
+        clashes: dict[tuple[tuple[str, str], ...], list[str]] = defaultdict(list)
+        for gpu, owners in used.items():
+            if len(owners) > 1:
+                clashes[tuple(sorted(set(owners)))].append(gpu)
+        for pairs, shared in sorted(clashes.items()):
+            gpus = ", ".join(sorted(shared, key=lambda g: (len(g), g)))
             for host in sorted({h for h, _s in pairs}):
                 yield host, (f"GPU {gpus} of {machine} would serve {' and '.join(f'{s} ({h})' for h, s in pairs)} "
                              "at once; give each server its own GPUs (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES in "
-                             "sglang_env, or docker --gpus device=...) or its own machine")
+                             "sglang_env, sglang_replica_gpus, or docker --gpus device=...) or its own machine")
 
 
 def _served(svc: Service) -> tuple[str, str]:

@@ -2,14 +2,75 @@
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Judge a serving endpoint's answers (playbooks/verify.yml). Pure: takes what the HTTP calls returned
-(the uri module's results) and the host's plan; returns one row per check with pass/fail, latency and,
-on failure, what is wrong and which setting to look at."""
+(the uri module's results) and the target made from the host's plan; returns one row per check with pass/fail,
+latency and, on failure, what is wrong and which setting to look at.
+
+What a right answer is comes from the served model's data (the plan's `verify`: model.yml's parsers and verify
+entries), so a site of several models judges each instance by its own model: the reasoning parser and the request key
+that asks for reasoning, the tool-call parser and what opens a tool call left unparsed. A model whose data names no
+reasoning (or tool-call) parser has that check marked not applicable, with the reason."""
 from __future__ import annotations
 
 import json
 from typing import Any, Callable
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import replicas
+
 CHECKS = ("health", "models", "chat", "reasoning", "tool_call", "messages")
+#: the chat_template_kwargs key that asks for reasoning when the model's data names none
+DEFAULT_REASONING_TOGGLE = "enable_thinking"
+
+
+def targets(plan: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """What verify.yml asks on a host: each serving instance it heads (every replica of a host with sglang_replicas;
+    not PD workers: their router answers), or its router; [] for anything else."""
+    plan = plan or {}
+    if plan.get("role") == "router":
+        router = load_catalog().router
+        expect = plan.get("verify") or {}
+        skip = {check: router.get("routes_missing_reason", "") for check in router.get("routes_missing") or []}
+        return [{"instance": plan["instance"], "url": f"http://127.0.0.1:{plan['port']}",
+                 "served_model_name": plan.get("served_model_name"), "argv": plan.get("worker_argv") or [],
+                 "verify": expect, "not_applicable": {**not_applicable(expect), **skip}}]
+    out = []
+    if plan.get("role") == "server" and plan.get("rank") == 0 and not plan["recipe"].get("pd_role"):
+        for instance in replicas.instances_of(plan):
+            expect = instance.get("verify") or {}
+            target = {"instance": instance["instance"], "url": f"http://127.0.0.1:{instance['recipe']['port']}",
+                      "served_model_name": instance["recipe"].get("served_model_name"),
+                      "argv": instance.get("argv") or [], "verify": expect}
+            skip = not_applicable(expect)
+            if skip:
+                target["not_applicable"] = skip
+            out.append(target)
+    return out
+
+
+def not_applicable(expect: dict[str, Any]) -> dict[str, str]:
+    """Checks the model's data rules out: no reasoning or tool-call parser named for it (model.yml parsers)."""
+    if not expect:
+        return {}
+    where = f"data/models/{expect.get('model')}/model.yml parsers (or its sglang_recipes entry)"
+    out = {}
+    if not expect.get("reasoning_parser"):
+        out["reasoning"] = f"{expect.get('display_name') or expect.get('model')} names no reasoning parser in {where}"
+    if not expect.get("tool_call_parser"):
+        out["tool_call"] = f"{expect.get('display_name') or expect.get('model')} names no tool-call parser in {where}"
+    return out
+
+
+def reasoning_toggle(target: dict[str, Any]) -> str:
+    return str((target.get("verify") or {}).get("reasoning_toggle") or DEFAULT_REASONING_TOGGLE)
+
+
+def _needs(target: dict[str, Any], kind: str) -> str:
+    """'. GLM-5.3 needs glm45: check sglang_parsers', from the model's data ('' when it names none)."""
+    expect = target.get("verify") or {}
+    parser = expect.get(f"{kind}_parser")
+    if not parser:
+        return ""
+    return f". {expect.get('display_name') or expect.get('model')} needs {parser}: check sglang_parsers"
 
 
 def flag(argv: list[str], name: str) -> str | None:
@@ -73,11 +134,13 @@ def judge_reasoning(res: dict[str, Any], plan: dict[str, Any]) -> str | None:
     content = message.get("content") or ""
     configured = flag(plan.get("argv") or [], "--reasoning-parser")
     where = f"the server runs --reasoning-parser {configured}" if configured else "the server runs no --reasoning-parser"
-    if "<think>" in content or "</think>" in content:
-        return (f"the thinking stays inside content (<think>...</think>); {where}. GLM-5.3 needs glm45: check "
-                "sglang_parsers")
+    start = str((plan.get("verify") or {}).get("think_start") or "<think>")
+    end = start[:1] + "/" + start[1:] if start.startswith("<") else ""
+    if start in content or (end and end in content):
+        return f"the thinking stays inside content ({start}...{end}); {where}{_needs(plan, 'reasoning')}"
     if not message.get("reasoning_content"):
-        return f"no reasoning_content in the reply; {where}. GLM-5.3 needs glm45: check sglang_parsers"
+        return (f"no reasoning_content in the reply (asked with chat_template_kwargs {reasoning_toggle(plan)}: true); "
+                f"{where}{_needs(plan, 'reasoning')}")
     return None
 
 
@@ -87,9 +150,10 @@ def judge_tool_call(res: dict[str, Any], plan: dict[str, Any]) -> str | None:
     where = f"the server runs --tool-call-parser {configured}" if configured else "the server runs no --tool-call-parser"
     calls = message.get("tool_calls") or []
     if finish != "tool_calls" or not calls:
-        raw = " and the call sits unparsed in content" if "<tool_call>" in (message.get("content") or "") else ""
-        return (f"finish_reason is {finish!r} with {len(calls)} parsed tool call(s){raw}; {where}. GLM-5.3 needs "
-                "glm47 (glm45 leaves GLM-5.3's calls unparsed): check sglang_parsers")
+        start = (plan.get("verify") or {}).get("tool_call_start") or "<tool_call>"
+        raw = " and the call sits unparsed in content" if start in (message.get("content") or "") else ""
+        return (f"finish_reason is {finish!r} with {len(calls)} parsed tool call(s){raw}; {where}"
+                f"{_needs(plan, 'tool_call')}")
     try:
         args = json.loads(calls[0]["function"]["arguments"])
     except (KeyError, TypeError, ValueError):

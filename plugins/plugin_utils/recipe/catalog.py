@@ -67,6 +67,8 @@ class Model:
     revision: str = ""
     default_quant: str = ""  # the precision sglang_quant means when unset
     moe: bool = True  # a mixture-of-experts model (MoE knobs apply); false for a dense one
+    #: what a working server of the model answers, for playbooks/verify.yml (reasoning_toggle, tool_call_start)
+    verify: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ def parse_model(doc: Any, where: str, origin: str, base: Model | None = None,
                           for r in base.revisions)
     newest = revisions[0] if revisions and base is None else None
     for name in ("checkpoints", "images", "parsers", "speculative_presets", "hopper_fp8_kv_flags",
-                 "context_parallel"):
+                 "context_parallel", "verify"):
         if name in doc and not isinstance(doc[name], dict):
             raise RecipeError(f"{where}.{name}: expected a mapping, got {type(doc[name]).__name__}")
 
@@ -196,6 +198,7 @@ def parse_model(doc: Any, where: str, origin: str, base: Model | None = None,
         revision=newest.id if newest else (base.revision if base else ""),
         default_quant=default_quant,
         moe=moe,
+        verify=merged("verify"),
     )
     for quant, ckpt in model.checkpoints.items():
         if not isinstance(ckpt, dict) or "id" not in ckpt:

@@ -489,6 +489,25 @@ def recipe(selection: Any) -> dict[str, Any]:
     return copy.deepcopy(recipe_of(build(selection)))  # the caller's own copy
 
 
+def replica_build(b: Build, port: int, nccl_port: int) -> Build:
+    """One of several servers of a single-node cell on one node (sglang_replicas): the same command on its own --port,
+    with --nccl-port pinned before --host/--port (unpinned, SGLang takes a free port at start, and two replicas
+    starting together can take the same one: data/sglang/ports.yml). A command that already sets the NCCL port, under
+    any spelling, is refused: every replica would bind it."""
+    given = _given(b, "--nccl-port")
+    if given is not None:
+        raise RecipeError(f"{given.origin}: sets --nccl-port, but the servers of sglang_replicas on one node each need "
+                          f"their own; the plan pins it per replica (--port + "
+                          f"{b.catalog.ports['replica_nccl_offset']}): drop it")
+    args = argv.drop(b.args, "--host", "--port") + [
+        argv.Arg("--nccl-port", str(nccl_port), "sglang_replicas"),
+        argv.Arg("--host", b.sel["host"], "sglang_host"), argv.Arg("--port", str(port), "sglang_replicas")]
+    replica = b.with_(args=args, port=port, namespace=None)
+    replica = replica.with_(namespace=namespace(replica))
+    check_parallel_layout(replica)  # ports in range, as the release reads them
+    return replica
+
+
 def bootstrap_port(b: Build) -> int | None:
     """The PD bootstrap port the final command uses (an extra arg can move it), None for non-PD."""
     if not b.sel["pd"]:

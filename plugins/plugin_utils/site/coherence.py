@@ -14,7 +14,7 @@ from typing import Any, Iterator
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, placement, replicas
 
 Problem = tuple[str, str]
 #: argv values that differ between members by construction
@@ -115,9 +115,11 @@ def _ports_of(plan: dict[str, Any]) -> Iterator[tuple[int, str]]:
         yield plan["port"], f"router port of {host} (sglang_router_port)"
         yield plan["metrics_port"], f"router metrics port of {host} (sglang_router_metrics_port)"
         return
+    for instance in replicas.instances_of(plan):
+        where = f"{host} ({instance['instance']})" if plan.get("replicas") else host
+        for flag, port in instance["recipe"]["listen_ports"].items():
+            yield port, f"{flag} of {where}"
     rec = plan["recipe"]
-    for flag, port in rec["listen_ports"].items():
-        yield port, f"{flag} of {host}"
     if len(plan["members"]) > 1 and plan["rank"] == 0:
         yield rec["dist_port"], f"rendezvous port of {host} (sglang_dist_port, --dist-init-addr)"
 
@@ -154,7 +156,7 @@ def machines(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any
                              "of them other ports (sglang_port, sglang_router_port) or its own machine (ansible_host)")
         servers = [p for p in here if p["role"] == "server"]
         if len(servers) > 1:
-            gpus = sum(p["recipe"]["gpus_per_node"] for p in servers)
+            gpus = sum(i["recipe"]["gpus_per_node"] for p in servers for i in replicas.instances_of(p))
             platform = load_catalog().gpus.get(servers[0]["recipe"]["gpu"]) or {}
             have = int(platform.get("gpus_per_node") or gpus)
             if gpus > have:

@@ -43,7 +43,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import be
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.engine import format_address
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, placement, runtime
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, placement, replicas, runtime
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 
 GROUP = "monitoring"
@@ -100,8 +100,21 @@ def labels(plan: dict[str, Any]) -> dict[str, str]:
         # id): `head` (the instance's rank-0 host) tells instances apart
         out.update(sglang_instance=plan["instance"], head=plan["head"], model=rec["model"], gpu_model=rec["gpu"],
                    quant=rec["quant"], strategy=rec["strategy"], rank=str(plan["rank"]))
+        if "replica" in plan:  # one of several servers of the host (sglang_replicas): its own target and labels
+            out["replica"] = str(plan["replica"])
     elif plan["role"] == "router":
         out["sglang_instance"] = plan["instance"]
+        if plan.get("model"):  # a router fronts one model: a mixed site's dashboards and alerts tell them apart
+            out["model"] = str(plan["model"])
+    return out
+
+
+def host_labels(plan: dict[str, Any]) -> dict[str, str]:
+    """The labels of a host's own targets (its exporters): a host with replicas names the instance they share."""
+    if not plan.get("replicas"):
+        return labels(plan)
+    out = labels({k: v for k, v in plan.items() if k != "replica"})
+    out["sglang_instance"] = str(plan["replica_of"])
     return out
 
 
@@ -264,18 +277,19 @@ def scrape_jobs(plans: dict[str, dict[str, Any]], blackbox_port: int) -> list[di
         mon = plan.get("monitoring")
         if not mon:
             continue
-        lab = labels(plan)
+        lab = host_labels(plan)
         if mon["node_exporter"]:
             groups[JOB_NODE].append({"targets": [_target(mon["address"], mon["node_exporter"]["port"])], "labels": lab})
         if mon["gpu_exporter"]:
             gpu = mon["gpu_exporter"]
             groups[gpu["job"]].append({"targets": [_target(mon["address"], gpu["port"])], "labels": lab})
         if plan["role"] == "server":
-            port = plan["recipe"]["port"]
-            if plan["recipe"].get("metrics"):
-                groups[JOB_SGLANG].append({"targets": [_target(plan["listen_address"], port)], "labels": lab})
-            health = f"http://{_target(plan['listen_address'], port)}/health"
-            groups[JOB_HEALTH].append({"targets": [health], "labels": lab})
+            for instance in replicas.instances_of(plan):  # a target per server: each replica on its own --port
+                port, own = instance["recipe"]["port"], labels(instance)
+                if instance["recipe"].get("metrics"):
+                    groups[JOB_SGLANG].append({"targets": [_target(instance["listen_address"], port)], "labels": own})
+                health = f"http://{_target(instance['listen_address'], port)}/health"
+                groups[JOB_HEALTH].append({"targets": [health], "labels": own})
         elif plan["role"] == "router":
             groups[JOB_ROUTER].append({"targets": [_target(plan["listen_address"], plan["metrics_port"])],
                                        "labels": lab})
@@ -516,10 +530,13 @@ def throughput_rules(plans: dict[str, dict[str, Any]], percent: int) -> list[dic
         for i, (concurrency, tok_s) in enumerate(points):
             upper = points[i + 1][0] if i + 1 < len(points) else None
             floor = round(tok_s * percent / 100, 1)
+            # on(head, sglang_instance): the replicas of one host (sglang_replicas) are instances of their own
             expr = (f"metalserve:sglang_tok_s_per_gpu{matcher} < {floor:g}\n"
-                    f"and on(head) min_over_time(metalserve:sglang_requests_in_flight{matcher}[10m]) >= {concurrency}")
+                    f"and on(head, sglang_instance) min_over_time(metalserve:sglang_requests_in_flight{matcher}[10m]) "
+                    f">= {concurrency}")
             if upper:
-                expr += f"\nand on(head) max_over_time(metalserve:sglang_requests_in_flight{matcher}[10m]) < {upper}"
+                expr += (f"\nand on(head, sglang_instance) max_over_time(metalserve:sglang_requests_in_flight{matcher}"
+                         f"[10m]) < {upper}")
             alerts.append(_alert(
                 "SGLangThroughputBelowCookbook", expr, 5, "warning",
                 "{{ $labels.sglang_instance }} on {{ $labels.head }}: {{ $value | printf \"%.0f\" }} tok/s/GPU at "
@@ -571,7 +588,8 @@ def _panel(pid: int, title: str, targets: list[tuple[str, str]], x: int, y: int,
 
 def instance_panels(plan: dict[str, Any], members: list[str], pid: int, y: int) -> list[dict[str, Any]]:
     name = plan["instance"]
-    sel = _sel(JOB_SGLANG, head=plan["host"])
+    replica = "replica" in plan  # one of several servers of its host: its own series and its own GPUs
+    sel = _sel(JOB_SGLANG, head=plan["host"], **({"sglang_instance": name} if replica else {}))
     nodes = _regex(members)
     gpus = instance_gpus(plan)
     throughput = [(f"(sum(rate(sglang:prompt_tokens_total{sel}[5m])) + sum(rate(sglang:generation_tokens_total{sel}"
@@ -579,7 +597,9 @@ def instance_panels(plan: dict[str, Any], members: list[str], pid: int, y: int) 
     throughput += [(f"vector({tok_s:g})", f"cookbook {tok_s:g} tok/s/GPU at concurrency {c}")
                    for c, tok_s in (published_points(plan) if not plan["recipe"].get("pd_role") else [])]
     amd = plan.get("vendor") == "amd"
-    gpu_sel = _sel(JOB_AMD if amd else JOB_DCGM, instance=f'=~"{nodes}"')
+    own_gpus = {("gpu_id" if amd else "gpu"): f'=~"{_regex([str(g) for g in plan["gpus"]])}"'} \
+        if replica and plan.get("gpus") else {}
+    gpu_sel = _sel(JOB_AMD if amd else JOB_DCGM, instance=f'=~"{nodes}"', **own_gpus)
     gpu_targets = ([(f"gpu_gfx_activity{gpu_sel}", "{{instance}} GPU {{gpu_id}}")] if amd
                    else [(f"DCGM_FI_DEV_GPU_UTIL{gpu_sel}", "{{instance}} GPU {{gpu}}")])
     memory = ([(f"gpu_used_vram{gpu_sel}", "{{instance}} GPU {{gpu_id}} (MB)")] if amd
@@ -612,8 +632,9 @@ def instance_panels(plan: dict[str, Any], members: list[str], pid: int, y: int) 
     ]
     rec = plan["recipe"]
     role = f" PD {rec['pd_role']}" if rec.get("pd_role") else ""
-    panels = [{"id": pid, "type": "row", "title": f"{name}{role} on {', '.join(members)} ({rec['gpu']}/{rec['quant']}/"
-                                                  f"{rec['strategy']})",
+    where = f"GPU {', '.join(map(str, plan['gpus']))} of " if replica and plan.get("gpus") else ""
+    panels = [{"id": pid, "type": "row", "title": f"{name}{role} on {where}{', '.join(members)} ({rec['gpu']}/"
+                                                  f"{rec['quant']}/{rec['strategy']})",
                "collapsed": False, "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": []}]
     for i, (title, targets, unit) in enumerate(specs):
         panels.append(_panel(pid + 1 + i, title, targets, x=(i % 3) * 8, y=y + 1 + (i // 3) * 8, unit=unit))
@@ -626,13 +647,13 @@ def dashboard(plans: dict[str, dict[str, Any]]) -> dict[str, Any]:
     heads = sorted((p for p in plans.values() if p["role"] == "server" and p["rank"] == 0), key=lambda p: p["host"])
     panels: list[dict[str, Any]] = []
     y, pid = 0, 1
-    for plan in heads:
+    for plan in (i for head in heads for i in replicas.instances_of(head)):
         new = instance_panels(plan, plan["members"], pid, y)
         panels += new
         pid += len(new)
         y += 1 + 8 * 3
     return {
-        "title": "metalserve.sglang: GLM-5.3 serving",
+        "title": "metalserve.sglang: SGLang serving",
         "uid": "metalserve-sglang",
         "description": HEADER,
         "tags": ["metalserve", "sglang"],

@@ -24,7 +24,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import in
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import coerce
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import fabric_env, runtime
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import fabric_env, replicas, runtime
 
 HostVars = dict[str, Any]
 SECRET_ENV = {"sglang_hf_token": "HF_TOKEN"}
@@ -298,7 +298,7 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
     install = runtime.install_spec(hv, b.sel["install_method"], rec["sglang_version"], rec["image"])
     networked = len(members) > 1 or bool(rec["pd_role"])
     rdma = rdma_present(hv, networked)
-    return {
+    plan = {
         "host": host,
         "role": "server",
         "vendor": rec["vendor"],
@@ -323,8 +323,50 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "rdma": rdma,
         "resolved": resolved,
         "command": command_text(["sglang", "serve"], argv),
+        "gpus": None,
+        "verify": verify_expectations(b.model),
         "warnings": rec["warnings"] + fabric["warnings"],
     }
+    return with_replicas(plan, b, hv)
+
+
+def with_replicas(plan: dict[str, Any], b: Any, hv: HostVars) -> dict[str, Any]:
+    """The host's plan with its GPU sets (sglang_replicas, sglang_replica_gpus; site/replicas.py): unchanged for a
+    server that takes every GPU; one server pinned to its set; or several replicas, each a server plan of its own
+    (the host's plan is the first one's, with `replicas` listing all of them)."""
+    host, rec = plan["host"], plan["recipe"]
+    sets = replicas.gpu_sets(host, hv, rec, int(b.platform.get("gpus_per_node") or 0), placement_value)
+    if sets is None:
+        return plan
+    ports = b.catalog.ports
+    out = []
+    for index, gpus in enumerate(sets):
+        name = replicas.name(plan["instance"], index, len(sets))
+        if not _INSTANCE_NAME.match(name):
+            raise RecipeError(f"sglang_instance: {name!r} must be letters, digits, '.', '_' or '-' (it names a unit)")
+        build = b
+        if len(sets) > 1:
+            port, nccl = replicas.ports(rec["port"], index, int(ports["replica_step"]), int(ports["replica_nccl_offset"]))
+            build = recipe_engine.replica_build(b, port, nccl)
+        argv = recipe_engine.node_args(build, 0, None)
+        env = {**plan["env"], **replicas.gpu_env(plan["vendor"], plan["install"]["method"], gpus)}
+        replica = {**plan, "instance": name, "unit": f"sglang-{name}.service", "recipe": recipe_engine.recipe_of(build),
+                   "argv": argv, "env": env, "command": command_text(["sglang", "serve"], argv), "gpus": gpus,
+                   "settings": runtime.server_settings(hv, name, plan["install"], plan["vendor"])}
+        if len(sets) > 1:
+            replica.update(replica=index, replica_of=plan["instance"])
+        out.append(replica)
+    if len(out) == 1:
+        return out[0]
+    return {**out[0], "replicas": out}
+
+
+def verify_expectations(model: Any) -> dict[str, Any]:
+    """What a working server of the model answers (playbooks/verify.yml judges it): its name, the parsers its data
+    names (model.yml parsers), the request key that asks for reasoning and what opens an unparsed tool call
+    (model.yml verify)."""
+    return {"model": model.id, "display_name": model.display_name, "reasoning_parser": model.parsers.get("reasoning"),
+            "tool_call_parser": model.parsers.get("tool_call"), **model.verify}
 
 
 def router_policies() -> list[str]:
@@ -365,16 +407,18 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
                           f"planned: " + "; ".join(f"{w}: {(errors or {})[w][0]}" for w in broken))
     if not heads:
         raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) has no servers")
-    prefill = [p for p in heads if p["recipe"]["pd_role"] == "prefill"]
-    decode = [p for p in heads if p["recipe"]["pd_role"] == "decode"]
-    plain = [p for p in heads if not p["recipe"]["pd_role"]]
+    # every serving instance of the group: each replica of a host with sglang_replicas is a worker of its own
+    served = [i for p in heads for i in replicas.instances_of(p)]
+    prefill = [p for p in served if p["recipe"]["pd_role"] == "prefill"]
+    decode = [p for p in served if p["recipe"]["pd_role"] == "decode"]
+    plain = [p for p in served if not p["recipe"]["pd_role"]]
     mode = placement_value(hv, "sglang_router_mode") or ("pd" if prefill or decode else "plain")
     if mode == "plain" and (prefill or decode):
         raise RecipeError(f"sglang_router_mode: router {host} is plain but {group} holds PD workers; use pd")
     if mode == "pd" and plain:
         raise RecipeError(f"sglang_router_workers_group: router {host} is a PD router but {group} also holds plain "
-                          f"servers ({', '.join(p['host'] for p in plain)}), which a PD router cannot use; give them "
-                          "sglang_pd or move them to another router's group")
+                          f"servers ({', '.join(dict.fromkeys(p['host'] for p in plain))}), which a PD router cannot "
+                          "use; give them sglang_pd or move them to another router's group")
     if mode == "pd" and not (prefill and decode):
         raise RecipeError(f"sglang_router_workers_group: router {host} is a PD router but {group} holds "
                           f"{len(prefill)} prefill and {len(decode)} decode worker(s); it needs at least one of each")
@@ -383,10 +427,12 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         if is_loopback(p["listen_address"]) and not same_machine(host, hv, p["host"], hostvars[p["host"]]):
             raise RecipeError(f"sglang_host: {p['host']} listens on {p['listen_address']} only, but router {host} "
                               f"({router_address}) is another machine; use 0.0.0.0 or an address the router reaches")
-    urls = {p["host"]: f"http://{recipe_engine.format_address(p['listen_address'], p['recipe']['port'])}" for p in heads}
+    urls = {(p["host"], p["instance"]): f"http://{recipe_engine.format_address(p['listen_address'], p['recipe']['port'])}"
+            for p in served}
     spec = {"mode": mode,
-            "prefill": [{"url": urls[p["host"]], "bootstrap_port": p["recipe"]["bootstrap_port"]} for p in prefill],
-            "decode": [urls[p["host"]] for p in decode], "workers": list(urls.values()),
+            "prefill": [{"url": urls[(p["host"], p["instance"])], "bootstrap_port": p["recipe"]["bootstrap_port"]}
+                        for p in prefill],
+            "decode": [urls[(p["host"], p["instance"])] for p in decode], "workers": list(urls.values()),
             "host": hv.get("sglang_host") or "0.0.0.0", "port": port, "metrics_port": int(metrics_port),
             "policy": policy,
             "extra_args": placement_value(hv, "sglang_router_extra_args")}
@@ -394,7 +440,7 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
     instance = placement_value(hv, "sglang_instance") or "router"
     if not _INSTANCE_NAME.match(instance):
         raise RecipeError(f"sglang_instance: {instance!r} must be letters, digits, '.', '_' or '-' (it names a unit)")
-    answering = (decode or heads)[0]
+    answering = (decode or served)[0]
     catalog = load_catalog()
     spec = load_catalog().variables["recipe"]["sglang_install_method"]  # the one owner of its default and choices
     method = str(coerce(hv.get("sglang_install_method") or spec["default"], "str", "sglang_install_method"))
@@ -422,8 +468,10 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "port": int(port),
         "metrics_port": int(metrics_port),
         "listen_address": listen_address(host, hv),
-        # what clients see through the router: the model name and parsers of the answering workers
+        # what clients see through the router: the model, its name and parsers of the answering workers
+        "model": answering["recipe"]["model"],
         "served_model_name": answering["recipe"]["served_model_name"],
+        "verify": answering["verify"],
         "worker_argv": answering["argv"],
         "argv": args,
         "settings": runtime.router_settings(hv, install),

@@ -75,9 +75,8 @@ def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
     for host, plan in plans.items():
         if host in errors or plan["role"] == "none":
             continue
-        plan["container"] = units.container_name(plan)
         try:
-            plan["files"] = units.node_files(plan, plans, hostvars)
+            plan["files"] = units.host_files(plan, plans, hostvars)
         except RecipeError as exc:
             errors.setdefault(host, []).append(str(exc))
     site_monitoring = monitoring.site_monitoring(plans, hostvars, groups, errors)

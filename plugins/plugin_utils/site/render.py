@@ -25,7 +25,7 @@ from typing import Any
 
 import jinja2
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, units
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, replicas, units
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import command_text
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -137,8 +137,12 @@ def decided(plans: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 def serve_view(plan: dict[str, Any]) -> dict[str, Any]:
     """The serving unit and its files (rendered/<host>/serve.yml): sglang_server's or sglang_router's."""
     role = "sglang_server" if plan["role"] == "server" else "sglang_router"
-    files = [f for f in (plan.get("files") or {}).values()]
-    return {"stage": "serve", "role": role, "applies": True, "unit": plan["unit"], "instance": plan["instance"],
+    files = list((plan.get("files") or {}).values())
+    which: dict[str, Any] = {"unit": plan["unit"], "instance": plan["instance"]}
+    if plan.get("replicas"):
+        which = {"replicas": [{"instance": r["instance"], "unit": r["unit"], "gpus": r["gpus"], "port": r["recipe"]["port"]}
+                              for r in plan["replicas"]]}
+    return {"stage": "serve", "role": role, "applies": True, **which,
             "files": [{"path": f["path"], "mode": f["mode"], "owner": f.get("owner", "root"), "group": f.get("group", "root"),
                        "content": DECIDED if f.get("content") is None else f"files{f['path']}"} for f in files],
             **({"decided_on_node": [f"secrets: {', '.join(plan['secret_env'])} (filled on the node from the vault; "
@@ -178,12 +182,18 @@ def monitoring_view(plan: dict[str, Any], site_monitoring: dict[str, Any] | None
 def host_files(plan: dict[str, Any], env: jinja2.Environment,
                site_monitoring: dict[str, Any] | None = None) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
+    instances = replicas.instances_of(plan)
     for name in VIEWS_BY_ROLE.get(plan["role"], ()):
-        text = env.get_template(f"{name}.j2").render(plan=plan, header=HEADER)
+        text = env.get_template(f"{name}.j2").render(plan=plan, instances=instances, header=HEADER)
         out[name] = (text, "0755" if name.endswith(".sh") else "0644")
     if plan["role"] == "server" and plan["install"]["method"] == "docker":
-        argv = units.docker_run(plan)
-        out["docker-run.sh"] = (f"#!/bin/sh\n# {HEADER}\nexec {command_text(argv[:2], argv[2:])}\n", "0755")
+        runs = [units.docker_run(i) for i in instances]
+        if len(runs) == 1:
+            text = f"exec {command_text(runs[0][:2], runs[0][2:])}\n"
+        else:  # several replicas (sglang_replicas): each its own container, side by side
+            text = "".join(f"# {i['instance']}: GPU {', '.join(map(str, i['gpus']))}\n{command_text(r[:2], r[2:])} &\n"
+                           for i, r in zip(instances, runs)) + "wait\n"
+        out["docker-run.sh"] = (f"#!/bin/sh\n# {HEADER}\n{text}", "0755")
     for entry in node_files(plan, site_monitoring).values():
         if entry.get("content") is not None:
             out["files" + entry["path"]] = (entry["content"], "0644")

@@ -16,7 +16,7 @@ from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, cached_yaml, load_catalog, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, runtime, stages
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, replicas, runtime, stages
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SAFE_TOKEN = re.compile(r"^[A-Za-z0-9_@%+=:,./\-\[\]]+$")
@@ -104,7 +104,9 @@ def docker_run(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> li
     rec, s = plan["recipe"], plan["settings"]
     name = container_name(plan)
     argv = ["/usr/bin/docker", "run", "--rm", "--name", name, "--env-file", s["env_file"]]
-    argv += list(docker["vendor"][rec["vendor"]]) + list(docker["common"])
+    argv += vendor_options(list(docker["vendor"][rec["vendor"]]), replicas.docker_gpu_options(rec["vendor"],
+                                                                                              plan.get("gpus")))
+    argv += list(docker["common"])
     if networked(plan):
         argv.append("--network=host")
     else:
@@ -126,6 +128,18 @@ def docker_run(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> li
     if "HF_TOKEN" in plan.get("secret_env", []):
         argv += ["-v", f"{s['hf_token_file']}:{HF_TOKEN_IN_CONTAINER}:ro"]
     return argv + [plan["install"]["image"], "sglang", "serve"] + serve_tail(plan)
+
+
+def vendor_options(options: list[str], gpu_set: list[str] | None) -> list[str]:
+    """The vendor's docker options with a GPU set's options in place of its own of the same flag (`--gpus all` becomes
+    the replica's `--gpus "device=0,1"`)."""
+    if not gpu_set:
+        return options
+    flag = gpu_set[0]
+    if flag in options:
+        at = options.index(flag)
+        return options[:at] + gpu_set + options[at + 2:]
+    return options + gpu_set
 
 
 def server_argv(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> list[str]:
@@ -253,6 +267,22 @@ def firewall_file(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
 
 def _file(path: str, content: str | None, mode: str, owner: str = "root", group: str = "root") -> dict[str, Any]:
     return {"path": path, "content": content, "mode": mode, "owner": owner, "group": group}
+
+
+def host_files(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
+               hostvars: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every file the serving roles write on a host: node_files() of its one instance, or of each replica (each replica
+    keeps its own under plan['replicas'][i]['files']; the host's hold them all, by '<instance>.<name>')."""
+    if not plan.get("replicas"):
+        plan["container"] = container_name(plan)
+        return node_files(plan, plans, hostvars)
+    out: dict[str, dict[str, Any]] = {}
+    for replica in plan["replicas"]:
+        replica["container"] = container_name(replica)
+        replica["files"] = node_files(replica, plans, hostvars)
+        out.update({f"{replica['instance']}.{key}": entry for key, entry in replica["files"].items()})
+    plan["container"] = plan["replicas"][0]["container"]
+    return out
 
 
 def node_files(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
