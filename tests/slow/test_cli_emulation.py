@@ -147,18 +147,18 @@ def lines() -> dict[str, dict[str, Any]]:
     if not PARSER_PY:
         pytest.skip("SGLANG_PARSER_PYTHON is not set (make slow sets it)")
     out: dict[str, dict[str, Any]] = {}
-    for rev, cell in CELLS:
-        selection = selection_of(cell, cookbook_revision=rev)
+    for model, rev, cell in CELLS:
+        selection = selection_of(cell, model=model, cookbook_revision=rev)
         release = recipe_engine.recipe(selection)["sglang_version"]
         serve = out.setdefault(release, {"serve": {}, "router": {}})["serve"]
         nodes = upstream_nodes(cell["match"]["nodes"])
         for rank in range(nodes):
             head = "10.0.0.1" if nodes > 1 else None
-            key = f"{cell_id((rev, cell))}#{rank}"
+            key = f"{cell_id((model, rev, cell))}#{rank}"
             serve[f"default:{key}"] = recipe_engine.serve_args(selection, rank, head)
             serve[f"plain:{key}"] = recipe_engine.serve_args(
-                selection_of(cell, cookbook_revision=rev, parsers=False, metrics=False), rank, head)
-            uv = selection_of(cell, cookbook_revision=rev, sglang_version=PINNED, install_method="uv")
+                selection_of(cell, model=model, cookbook_revision=rev, parsers=False, metrics=False), rank, head)
+            uv = selection_of(cell, model=model, cookbook_revision=rev, sglang_version=PINNED, install_method="uv")
             out.setdefault(PINNED, {"serve": {}, "router": {}})["serve"][f"uv:{key}"] = \
                 recipe_engine.serve_args(uv, rank, head)
     pinned = out.setdefault(PINNED, {"serve": {}, "router": {}})

@@ -16,24 +16,27 @@ def plan() -> dict:
 
 
 def test_guarded_ports_are_the_rendezvous_and_sglang_internal_block() -> None:
-    assert firewall.guarded_ports(plan(), 233, 5) == [20000, 30233, 30234, 30235, 30236, 30237]
+    # SGLang 0.5.23 PortArgs.init_new, multi-node: port_base = the rendezvous port + 1, then detokenizer (+2), rpc
+    # (+3), metrics (+4), scheduler input (+5), load collector (+6, multi-node only); the rendezvous port itself is
+    # torch.distributed's store
+    assert firewall.guarded_ports(plan()) == [20000, 20001, 20002, 20003, 20004, 20005, 20006]
 
 
 def test_ruleset_drops_non_members_only_and_replaces_its_own_table() -> None:
-    text = firewall.ruleset(plan(), {"n1": ["10.0.0.1", "n1.example"], "n2": ["10.0.0.2", "fd00::2"]}, 233, 5)
+    text = firewall.ruleset(plan(), {"n1": ["10.0.0.1", "n1.example"], "n2": ["10.0.0.2", "fd00::2"]})
     assert "table inet metalserve_sglang\ndelete table inet metalserve_sglang\ntable inet metalserve_sglang {" in text
     assert "elements = { 10.0.0.1, 10.0.0.2 }" in text and "elements = { fd00::2 }" in text
-    assert ("meta nfproto ipv4 tcp dport { 20000, 30233, 30234, 30235, 30236, 30237 } ip saddr != @members_v4 drop"
+    assert ("meta nfproto ipv4 tcp dport { 20000, 20001, 20002, 20003, 20004, 20005, 20006 } ip saddr != @members_v4 drop"
             in text)
     assert "ip6 saddr != @members_v6 drop" in text
     assert "policy accept" in text and "30000" not in text.split("dport")[1]  # the API port stays open
 
 
 def test_without_ipv6_members_v6_traffic_to_those_ports_is_dropped() -> None:
-    text = firewall.ruleset(plan(), {"n1": ["10.0.0.1"], "n2": ["10.0.0.2"]}, 233, 5)
+    text = firewall.ruleset(plan(), {"n1": ["10.0.0.1"], "n2": ["10.0.0.2"]})
     assert "members_v6" not in text and "meta nfproto ipv6 tcp dport { 20000," in text and text.count("drop") == 2
 
 
 def test_a_member_without_an_address_is_refused() -> None:
     with pytest.raises(ValueError, match=r"no IP address known for instance member\(s\) n2"):
-        firewall.ruleset(plan(), {"n1": ["10.0.0.1"], "n2": ["n2.example"]}, 233, 5)
+        firewall.ruleset(plan(), {"n1": ["10.0.0.1"], "n2": ["n2.example"]})

@@ -228,7 +228,7 @@ def test_pd_roles_ports_and_backend() -> None:
     assert fp["--disaggregation-transfer-backend"] == "mooncake" and "--disaggregation-ib-device" not in fp
     assert fd["--disaggregation-mode"] == "decode" and fd["--port"] == "30100"
     assert fd["--disaggregation-transfer-backend"] == "nixl" and fd["--disaggregation-ib-device"] == "mlx5_3"
-    assert p["ports"] == [30000, 30233, 30234, 30235, 30236, 30237]
+    assert p["ports"] == [30000, 30233, 30234, 30235, 30236, 30237, 30238]
     custom = flags(serve_args({**H200_HT, "pd": {"role": "prefill", "bootstrap_port": 9000}}))
     assert custom["--disaggregation-bootstrap-port"] == "9000"
     explicit = flags(serve_args({**H200_HT, "port": 31000, "pd": {"role": "decode"}}))

@@ -65,10 +65,17 @@ def test_single_node_accepts_only_rank_zero() -> None:
         serve_args(sel, 1, "h1")
 
 
-def test_rendezvous_port_inside_the_servers_block_is_refused() -> None:
-    with pytest.raises(RecipeError, match=r"sglang_dist_port: 30235 collides with the ports SGLang takes from --port "
-                                          r"30000 \(30000, 30233-30237\)"):
-        serve_args({**BF16_PAIR, "dist_port": 30235}, 0, "h1")
+def test_rendezvous_port_whose_block_reaches_the_serving_port_is_refused() -> None:
+    # SGLang 0.5.23, multi-node: DP attention's ZMQ ports are the rendezvous port + 1 .. + 6 (29998-30003 here)
+    with pytest.raises(RecipeError, match=r"sglang_dist_port: 29997 collides with --port 30000: a multi-node server "
+                                          r"takes the rendezvous port and the 6 after it \(29997-30003\)"):
+        serve_args({**BF16_PAIR, "dist_port": 29997}, 0, "h1")
+
+
+def test_a_multinode_server_takes_its_block_from_the_rendezvous_port() -> None:
+    # no longer from --port + 233: 30235 is free for a multi-node member
+    args = serve_args({**BF16_PAIR, "dist_port": 30235}, 0, "h1")
+    assert args[args.index("--dist-init-addr") + 1] == "h1:30235"
 
 
 def test_pd_prefill_bootstrap_port_collision_is_refused() -> None:

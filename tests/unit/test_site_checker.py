@@ -69,8 +69,8 @@ table inet metalserve_sglang {
   chain input {
     type filter hook input priority -5; policy accept;
     iifname "lo" accept
-    meta nfproto ipv4 tcp dport { 20000, 30233, 30234, 30235, 30236, 30237 } ip saddr != @members_v4 drop
-    meta nfproto ipv6 tcp dport { 20000, 30233, 30234, 30235, 30236, 30237 } drop
+    meta nfproto ipv4 tcp dport { 20000, 20001, 20002, 20003, 20004, 20005, 20006 } ip saddr != @members_v4 drop
+    meta nfproto ipv6 tcp dport { 20000, 20001, 20002, 20003, 20004, 20005, 20006 } drop
   }
 }
 """
@@ -512,6 +512,15 @@ def test_the_firewall_admits_exactly_the_members() -> None:
                            r"port 20000 \(it admits 10\.0\.1\.1, 10\.0\.1\.3; m2 is 10\.0\.1\.2\)")
     refused(missing, "m1", r"admits 10\.0\.1\.3 to the rendezvous port 20000 of sglang-pair\.service, which is no member's "
                            r"address")
+
+
+def test_a_firewall_that_guards_the_rendezvous_port_alone() -> None:
+    """SGLang 0.5.23 binds DP attention's ZMQ ports at the rendezvous port + 1 .. + 6 (PortArgs.init_new): a table
+    that guards 20000 alone leaves 20001-20006 open to any host."""
+    nodes = edit(tree(), "m1", "/etc/metalserve/sglang-firewall.nft", "tcp dport { 20000, 20001, 20002, 20003, 20004, "
+                 "20005, 20006 } ip saddr", "tcp dport { 20000 } ip saddr")
+    refused(nodes, "m1", r"^/etc/metalserve/sglang-firewall\.nft guards the rendezvous port 20000 of sglang-pair\.service "
+                         r"but not 20001, 20002, 20003, 20004, 20005, 20006, which SGLang binds from the rendezvous port \+ 1")
 
 
 def test_an_address_claimed_by_two_machines() -> None:

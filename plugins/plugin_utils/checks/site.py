@@ -663,12 +663,18 @@ def listening(svc: Service) -> list[tuple[int, str]]:
         if metrics:
             out.append((int(metrics), f"{svc.name} --prometheus-port"))
         return out
+    multi = int(svc.value("--nnodes", 1)) > 1
+    _dist_host, dist_port = _split_address(str(svc.value("--dist-init-addr") or ""))
     if port is not None:
         ports = _ports()
         out.append((int(port), f"{svc.name} --port"))
-        start = int(port) + int(ports["internal_offset"])
-        out += [(p, f"{svc.name} --port +{p - int(port)} (SGLang internal)")
-                for p in range(start, start + int(ports["internal_count"]))]
+        if multi and dist_port:  # SGLang takes DP attention's ZMQ block from the rendezvous port + 1
+            out += [(p, f"{svc.name} --dist-init-addr port +{p - dist_port} (SGLang internal)")
+                    for p in range(dist_port + 1, dist_port + 1 + int(ports["dist_internal_count"]))]
+        else:
+            start = int(port) + int(ports["internal_offset"])
+            out += [(p, f"{svc.name} --port +{p - int(port)} (SGLang internal)")
+                    for p in range(start, start + int(ports["internal_count"]))]
     for occ in svc.parsed.occurrences:
         if occ.option.endswith("-port") and occ.option != "--port" and isinstance(occ.value, int):
             if occ.option == "--disaggregation-bootstrap-port":
@@ -676,10 +682,8 @@ def listening(svc: Service) -> list[tuple[int, str]]:
             out.append((occ.value, f"{svc.name} {occ.option}"))
     if svc.value("--disaggregation-mode") == "prefill":
         out.append((int(svc.value("--disaggregation-bootstrap-port")), f"{svc.name} --disaggregation-bootstrap-port"))
-    if int(svc.value("--nnodes", 1)) > 1 and int(svc.value("--node-rank", 0)) == 0:
-        _host, dist_port = _split_address(str(svc.value("--dist-init-addr") or ""))
-        if dist_port:
-            out.append((dist_port, f"{svc.name} --dist-init-addr (rendezvous)"))
+    if multi and int(svc.value("--node-rank", 0)) == 0 and dist_port:
+        out.append((dist_port, f"{svc.name} --dist-init-addr (rendezvous)"))
     return out
 
 
@@ -1060,6 +1064,12 @@ def _firewalls(unit: str, members: list[tuple[Node, Service]], dist_port: Option
             if foreign and all(known.values()):
                 yield node.host, (f"{path} admits {', '.join(foreign)} to the rendezvous port {dist_port} of {unit}, "
                                   "which is no member's address; the firewall must admit exactly the members")
+            block = range(dist_port + 1, dist_port + 1 + int(_ports()["dist_internal_count"]))
+            open_ports = [p for p in block if not all(p in r.ports for r in guarding)]  # per address family
+            if open_ports:
+                yield node.host, (f"{path} guards the rendezvous port {dist_port} of {unit} but not "
+                                  f"{', '.join(map(str, open_ports))}, which SGLang binds from the rendezvous port + 1 "
+                                  "(DP attention's ZMQ ports): any host can reach them; guard the whole block")
 
 
 def _hardware(node: Node) -> str:

@@ -203,10 +203,20 @@ def resolve_release(catalog: Catalog, model: Model, sel: dict[str, Any]) -> tupl
     return pinned, image, warnings
 
 
-def serve_ports(port: int, ports: dict[str, int]) -> list[int]:
-    """The port and the block SGLang takes from --port + internal_offset."""
+def serve_ports(port: int, ports: dict[str, int], dist: int | None = None) -> list[int]:
+    """--port and the block of DP attention's ZMQ ports (data/sglang/ports.yml): a single-node server's from
+    --port + internal_offset, a multi-node member's (`dist`: its rendezvous port) from the rendezvous port + 1."""
+    if dist is not None:
+        return [port] + list(range(dist + 1, dist + 1 + ports["dist_internal_count"]))
     start = port + ports["internal_offset"]
     return [port] + list(range(start, start + ports["internal_count"]))
+
+
+def internal_label(ports: dict[str, int], port: int, item: int, dist: int | None = None) -> str:
+    """How PLAN.md and the port checks name one port of that block."""
+    if dist is not None:
+        return f"--dist-init-addr port +{item - dist} (SGLang internal)"
+    return f"--port +{item - port} (SGLang internal)"
 
 
 def resolve_ports(catalog: Catalog, sel: dict[str, Any]) -> tuple[int, int]:
@@ -216,11 +226,14 @@ def resolve_ports(catalog: Catalog, sel: dict[str, Any]) -> tuple[int, int]:
     port = sel["port"] or (ports["pd_decode_serve"] if role == "decode" else ports["serve"])
     default_dist = {"prefill": ports["pd_prefill_dist_init"], "decode": ports["pd_decode_dist_init"]}
     dist = sel["dist_port"] or default_dist.get(role or "", ports["dist_init"])
-    taken = serve_ports(port, ports)
+    multi = sel["nodes"] > 1
+    taken = serve_ports(port, ports, dist if multi else None)
     span = f"{taken[0]}, {taken[1]}-{taken[-1]}"
-    if sel["nodes"] > 1 and dist in taken:
-        raise RecipeError(f"sglang_dist_port: {dist} collides with the ports SGLang takes from --port {port} "
-                          f"({span}); choose another rendezvous port")
+    if multi and (dist in taken or port in taken[1:]):
+        n = ports["dist_internal_count"]
+        raise RecipeError(f"sglang_dist_port: {dist} collides with --port {port}: a multi-node server takes the "
+                          f"rendezvous port and the {n} after it ({dist}-{dist + n}) besides --port; choose another "
+                          "rendezvous port")
     if role == "prefill":
         bootstrap = pd.get("bootstrap_port") or ports["pd_bootstrap"]
         if bootstrap in taken or (sel["nodes"] > 1 and bootstrap == dist):
@@ -400,6 +413,13 @@ def check_parallel_layout(b: Build) -> None:
         port = _flag_int(b, name)
         if port is not None and not 1 <= port <= 65535:
             raise RecipeError(f"{_origin(b, name)}: {name} {port} is not a TCP port (1-65535)")
+    if b.sel["nodes"] > 1:
+        last = b.dist_port + b.catalog.ports["dist_internal_count"]
+        if last > 65535:
+            raise RecipeError(f"sglang_dist_port: {b.dist_port} is too high: SGLang also takes {b.dist_port + 1}-{last} "
+                              f"from the rendezvous port + 1, past 65535; use a port below "
+                              f"{65535 - b.catalog.ports['dist_internal_count'] + 1}")
+        return
     last = b.port + b.catalog.ports["internal_offset"] + b.catalog.ports["internal_count"] - 1
     if last > 65535:
         raise RecipeError(f"sglang_port: {b.port} is too high: SGLang also takes {b.port + b.catalog.ports['internal_offset']}"
@@ -518,8 +538,9 @@ def bootstrap_port(b: Build) -> int | None:
 
 def listen_ports(b: Build) -> dict[str, int]:
     """Every TCP port the server's own command opens, by the flag (or block) that opens it."""
-    out = {f"--port +{b.catalog.ports['internal_offset'] + i} (SGLang internal)": port
-           for i, port in enumerate(serve_ports(b.port, b.catalog.ports)[1:])}
+    dist = b.dist_port if b.sel["nodes"] > 1 else None
+    out = {internal_label(b.catalog.ports, b.port, port, dist): port
+           for port in serve_ports(b.port, b.catalog.ports, dist)[1:]}
     out["--port"] = b.port
     for name in PORT_FLAGS[1:]:
         port = _flag_int(b, name)
@@ -567,7 +588,7 @@ def _recipe_of(b: Build) -> dict[str, Any]:
         "served_model_name": argv.get(b.args, "--served-model-name") or checkpoint["id"],
         "port": b.port,
         "dist_port": b.dist_port,
-        "ports": serve_ports(b.port, b.catalog.ports),
+        "ports": serve_ports(b.port, b.catalog.ports, b.dist_port if b.sel["nodes"] > 1 else None),
         "pd_role": pd.get("role"),
         "bootstrap_port": bootstrap_port(b),
         "listen_ports": listen_ports(b),

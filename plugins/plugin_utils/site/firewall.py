@@ -42,11 +42,11 @@ TABLE = SGLANG.name
 UNIT = SGLANG.unit
 
 
-def guarded_ports(plan: dict[str, Any], internal_offset: int, internal_count: int) -> list[int]:
-    """The rendezvous port (--dist-init-addr) and the block SGLang takes from --port (ZMQ, NCCL port)."""
+def guarded_ports(plan: dict[str, Any]) -> list[int]:
+    """A multi-node member's rendezvous port (--dist-init-addr) and the block SGLang takes from it (the plan's
+    `ports` after --port: DP attention's ZMQ ports from the rendezvous port + 1)."""
     rec = plan["recipe"]
-    start = int(rec["port"]) + internal_offset
-    return sorted({int(rec["dist_port"]), *range(start, start + internal_count)})
+    return sorted({int(rec["dist_port"]), *(int(p) for p in rec["ports"][1:])})
 
 
 def source_networks(sources: list[str]) -> tuple[list[str], list[str]]:
@@ -103,8 +103,7 @@ def is_ip(value: Any) -> bool:
         return False
 
 
-def ruleset(plan: dict[str, Any], addresses: dict[str, list[str]], internal_offset: int,
-            internal_count: int) -> str:
+def ruleset(plan: dict[str, Any], addresses: dict[str, list[str]]) -> str:
     """A multi-node instance's table: its rendezvous and NCCL ports answer only its members."""
     missing = sorted(m for m in plan["members"] if not any(is_ip(a) for a in addresses.get(m, [])))
     if missing:
@@ -113,7 +112,7 @@ def ruleset(plan: dict[str, Any], addresses: dict[str, list[str]], internal_offs
     return members_only(SGLANG, [f"instance {plan['instance']} ({', '.join(plan['members'])}).",
                                  "Rendezvous and NCCL ports answer only the instance's members; nothing else is touched."],
                         [a for values in addresses.values() for a in values if is_ip(a)],
-                        guarded_ports(plan, internal_offset, internal_count))
+                        guarded_ports(plan))
 
 
 def monitoring_ruleset(host: str, ports: list[int], sources: list[str]) -> str:

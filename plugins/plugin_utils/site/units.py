@@ -257,10 +257,8 @@ def member_addresses(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
 def firewall_file(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
                   hostvars: dict[str, dict[str, Any]]) -> str | None:
     """The instance firewall, or None while a member's IP is unknown (its facts are not gathered)."""
-    ports = load_catalog().ports
     try:
-        return firewall.ruleset(plan, member_addresses(plan, plans, hostvars), int(ports["internal_offset"]),
-                                int(ports["internal_count"]))
+        return firewall.ruleset(plan, member_addresses(plan, plans, hostvars))
     except ValueError:
         return None
 
