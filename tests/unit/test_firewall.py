@@ -40,3 +40,22 @@ def test_without_ipv6_members_v6_traffic_to_those_ports_is_dropped() -> None:
 def test_a_member_without_an_address_is_refused() -> None:
     with pytest.raises(ValueError, match=r"no IP address known for instance member\(s\) n2"):
         firewall.ruleset(plan(), {"n1": ["10.0.0.1"], "n2": ["n2.example"]})
+
+
+def test_overlapping_sources_are_merged() -> None:
+    """nft refuses an interval set with overlapping elements ("conflicting intervals specified"): a monitoring host
+    inside an allowed network is one element, the network."""
+    v4, v6 = firewall.source_networks(["10.0.0.20", "10.0.0.0/24", "10.0.1.5", "fd00::1", "fd00::/64", "n1.example"])
+    assert v4 == ["10.0.0.0/24", "10.0.1.5"] and v6 == ["fd00::/64"]
+    # neighbours are not merged into a network: a set of members keeps addresses (no interval flag)
+    assert firewall.source_networks(["10.0.0.3", "10.0.0.2", "10.0.0.2"]) == (["10.0.0.2", "10.0.0.3"], [])
+
+
+def test_a_table_survives_a_reload_of_nftables() -> None:
+    """Debian's nftables.service reloads with `ExecReload=/usr/sbin/nft -f /etc/nftables.conf`, and the packaged
+    /etc/nftables.conf starts with `flush ruleset` (nftables 1.0.6-2+deb12u2): our table's unit must load its file
+    again on that reload (ReloadPropagatedFrom), not only on a restart (PartOf)."""
+    text = firewall.table_unit(firewall.SGLANG)
+    unit = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+    assert unit["ReloadPropagatedFrom"] == "nftables.service" and unit["PartOf"] == "nftables.service"
+    assert unit["ExecReload"] == unit["ExecStart"] == f"/usr/sbin/nft -f {firewall.SGLANG.file}"

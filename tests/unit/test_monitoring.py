@@ -233,7 +233,8 @@ def test_a_bad_allowed_source_is_refused() -> None:
 
 
 def test_source_networks_split_by_family() -> None:
-    want = (["10.0.0.0/24", "10.0.0.1"], ["fd00::/64"])
+    # 10.0.0.1 lies inside 10.0.0.0/24: both in one interval set is what nft refuses ("conflicting intervals")
+    want = (["10.0.0.0/24"], ["fd00::/64"])
     assert firewall.source_networks(["10.0.0.1", "10.0.0.0/24", "fd00::/64"]) == want
 
 

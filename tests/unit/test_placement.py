@@ -270,3 +270,16 @@ def test_warning_lines_share_one_line_per_text() -> None:
                                     "gpu-1: unverified recipe"]
     assert warning_lines(plans, ["gpu-3", "gpu-4"]) == ["gpu-3, gpu-4: image X is latest"]
     assert warning_lines(plans, []) == []
+
+
+def test_a_refused_host_does_not_spare_the_others_from_the_site_checker() -> None:
+    """Two inventory names on one machine with the same unit and GPU are refused by the checker; a third host with a
+    mistake of its own (an unknown strategy) must not switch the checker off for them (a --limit run would converge
+    them with that host's problem as a warning)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site  # noqa: PLC0415
+    q = {"sglang_gpu": "h200", "sglang_model": "qwen3.8-27b", "sglang_strategy": "balanced", "sglang_install_method": "uv"}
+    hv = {"a": {**q, "ansible_host": "10.0.0.1"}, "b": {**q, "ansible_host": "10.0.0.1", "sglang_port": 31000},
+          "c": {**q, "ansible_host": "10.0.0.3", "sglang_strategy": "nope"}}
+    errors = plan_site(hv, {"all": sorted(hv)})["errors"]
+    assert set(errors) == {"a", "b", "c"}
+    assert any("which are one machine (10.0.0.1)" in m for m in errors["a"])

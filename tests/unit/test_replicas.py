@@ -210,3 +210,22 @@ def test_the_checker_refuses_replicas_sharing_a_port() -> None:
     same_port = edited(nodes(), "q1", unit, "--port 30010", "--port 30000")
     refused(same_port, "q1", r"^port 30000 is bound twice on 10\.0\.3\.1: sglang-qwen3\.8-27b-r0\.service --port of q1 "
                              r"and sglang-qwen3\.8-27b-r1\.service --port of q1")
+
+
+def test_the_retire_rule_finds_only_this_instance_s_units() -> None:
+    """sglang_server removes units of the instance the plan no longer runs (replicas dropped): the rule must match the
+    instance's own names only - also for an instance called `sglang` (its unit is sglang-sglang.service)."""
+    import re  # noqa: PLC0415
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site  # noqa: PLC0415
+    q = {"sglang_gpu": "h200", "sglang_model": "qwen3.8-27b", "sglang_strategy": "balanced",
+         "sglang_install_method": "uv", "sglang_instance": "sglang", "ansible_host": "10.0.0.1"}
+    site = plan_site({"a": q}, {"all": ["a"]})
+    assert site["errors"] == {}
+    rule = site["plans"]["a"]["retire"]
+    pattern = re.compile(rule["pattern"])
+    assert [n for n in ["sglang-sglang.service", "sglang-sglang-r3.service", "sglang-sglang2.service",
+                        "sglang-sglang-r3x.service", "sglang-other.service", "sglang-router.service"]
+            if pattern.match(n)] == ["sglang-sglang.service", "sglang-sglang-r3.service"]
+    assert pattern.sub(r"\1", "sglang-sglang-r3.service") == "sglang-r3"
+    assert rule["units_dir"] == "/etc/systemd/system"
+    assert "/etc/sglang/{instance}.env" in rule["paths"]

@@ -50,18 +50,25 @@ def guarded_ports(plan: dict[str, Any]) -> list[int]:
 
 
 def source_networks(sources: list[str]) -> tuple[list[str], list[str]]:
-    """IPv4 and IPv6 addresses or networks (CIDR) of the hosts allowed in; names that are not addresses are
+    """IPv4 and IPv6 addresses or networks (CIDR) of the hosts allowed in, overlaps merged (nft refuses an interval
+    set whose elements overlap: a monitoring host inside an allowed network); names that are not addresses are
     skipped (a caller that needs every member known checks that first)."""
-    v4: set[str] = set()
-    v6: set[str] = set()
+    nets: dict[int, list[Any]] = {4: [], 6: []}
     for value in sources:
         try:
             net = ipaddress.ip_network(str(value), strict=False)
         except ValueError:
             continue
-        text = str(net.network_address) if net.num_addresses == 1 else str(net)
-        (v4 if net.version == 4 else v6).add(text)
-    return (sorted(v4, key=ipaddress.ip_network), sorted(v6, key=ipaddress.ip_network))
+        nets[net.version].append(net)
+
+    def texts(version: int) -> list[str]:
+        # an element inside another is dropped; neighbours stay apart (a set of addresses, not networks, must
+        # keep its members as they are)
+        unique = sorted(set(nets[version]), key=lambda n: (n.network_address, -n.num_addresses))
+        kept = [n for n in unique if not any(o != n and n.subnet_of(o) for o in unique)]  # type: ignore[arg-type]
+        return [str(n.network_address) if n.num_addresses == 1 else str(n) for n in kept]
+
+    return texts(4), texts(6)
 
 
 def _ports(ports: list[int]) -> str:
@@ -90,8 +97,12 @@ def table_unit(table: Table) -> str:
     """The oneshot unit that loads a table at boot and whenever nftables reloads."""
     return "\n".join([
         "# Managed by metalserve.sglang; local changes are overwritten.", "[Unit]", f"Description={table.description}",
-        "After=nftables.service", "PartOf=nftables.service", "", "[Service]", "Type=oneshot", "RemainAfterExit=yes",
-        f"ExecStart=/usr/sbin/nft -f {table.file}", f"ExecStop=/usr/sbin/nft delete table inet {table.name}", "",
+        # nftables.service's reload runs /etc/nftables.conf, which starts with `flush ruleset`: a reload must load
+        # the table again (ReloadPropagatedFrom), a restart restarts it (PartOf)
+        "After=nftables.service", "PartOf=nftables.service", "ReloadPropagatedFrom=nftables.service", "",
+        "[Service]", "Type=oneshot", "RemainAfterExit=yes",
+        f"ExecStart=/usr/sbin/nft -f {table.file}", f"ExecReload=/usr/sbin/nft -f {table.file}",
+        f"ExecStop=/usr/sbin/nft delete table inet {table.name}", "",
         "[Install]", "WantedBy=multi-user.target", ""])
 
 

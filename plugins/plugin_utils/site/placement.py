@@ -143,6 +143,31 @@ def address_of(host: str, hv: HostVars) -> tuple[str, dict[str, Any] | None]:
     return fallback, None
 
 
+UNIT_PREFIX, UNIT_SUFFIX = "sglang-", ".service"
+
+
+def unit_of(instance: str) -> str:
+    """The systemd unit of an instance (a server's, a replica's, a router's): sglang-<instance>.service."""
+    return f"{UNIT_PREFIX}{instance}{UNIT_SUFFIX}"
+
+
+def retired_units(base: str) -> str:
+    """A regular expression for the unit names an instance has had (its own, its replicas' -r<N>), the instance name
+    captured: sglang_server removes the ones a changed plan no longer runs."""
+    return f"^{re.escape(UNIT_PREFIX)}({re.escape(base)}(?:-r[0-9]+)?){re.escape(UNIT_SUFFIX)}$"
+
+
+def source_addresses(host: str, hv: HostVars) -> list[str]:
+    """The addresses another host of the site sees this one connect from, for allow-lists (an instance's firewall,
+    a weights fan-out's rsync module): its rendezvous address (address_of: the interface it reaches peers on) and
+    its default IPv4 when gathered."""
+    found = [address_of(host, hv)[0]]
+    default = runtime.fact(hv, "default_ipv4", "address")
+    if default and str(default) not in found:
+        found.append(str(default))
+    return found
+
+
 def listen_address(host: str, hv: HostVars) -> str:
     """Where a router reaches this server: the address it listens on when that is one address, else
     ansible_host, else the inventory name."""
@@ -304,7 +329,7 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "vendor": rec["vendor"],
         "rack": placement_value(hv, "sglang_rack"),
         "instance": instance,
-        "unit": f"sglang-{instance}.service",
+        "unit": unit_of(instance),
         "members": members,
         "rank": rank,
         "head": head,
@@ -350,7 +375,7 @@ def with_replicas(plan: dict[str, Any], b: Any, hv: HostVars) -> dict[str, Any]:
             build = recipe_engine.replica_build(b, port, nccl)
         argv = recipe_engine.node_args(build, 0, None)
         env = {**plan["env"], **replicas.gpu_env(plan["vendor"], plan["install"]["method"], gpus)}
-        replica = {**plan, "instance": name, "unit": f"sglang-{name}.service", "recipe": recipe_engine.recipe_of(build),
+        replica = {**plan, "instance": name, "unit": unit_of(name), "recipe": recipe_engine.recipe_of(build),
                    "argv": argv, "env": env, "command": command_text(["sglang", "serve"], argv), "gpus": gpus,
                    "settings": runtime.server_settings(hv, name, plan["install"], plan["vendor"])}
         if len(sets) > 1:
@@ -460,7 +485,7 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "image": install["image"],
         "rack": placement_value(hv, "sglang_rack"),
         "instance": instance,
-        "unit": f"sglang-{instance}.service",
+        "unit": unit_of(instance),
         "mode": mode,
         "workers_group": group,
         "workers": list(urls.values()),

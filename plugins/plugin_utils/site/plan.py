@@ -10,7 +10,8 @@
     units         the very text of the files the serving roles write
     monitoring    the monitoring hosts' files and every node's scrape firewall
     checks/site   the site checker: the files every node would get, read back and judged as a whole (a site
-                  the planner accepted can still be refused here: it judges the output, not the inputs)
+                  the planner accepted can still be refused here: it judges the output, not the inputs); it
+                  judges every host the planner accepted, whatever the others' problems
 
 This module is the only one that imports them all; none of them imports it, so there is no cycle to hide.
 render.yml, the plan action and every role read what plan_site() returns; none recomputes it.
@@ -81,9 +82,13 @@ def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
             errors.setdefault(host, []).append(str(exc))
     site_monitoring = monitoring.site_monitoring(plans, hostvars, groups, errors)
     site = {"plans": plans, "errors": errors, "monitoring": site_monitoring}
-    if not errors:
-        # the independent judge: what the nodes would get, read back as files (checks/site.py)
-        for host, message in site_checker.check_site(site_checker.nodes_from_site(site, hostvars)):
+    # the independent judge: what the nodes would get, read back as files (checks/site.py), over every host the
+    # planner accepted: a host refused elsewhere in the inventory must not spare the others (a --limit run
+    # converges them with that host's problem as a warning)
+    accepted = {h: p for h, p in plans.items() if h not in errors}
+    if accepted:
+        judged = site_checker.nodes_from_site({"plans": accepted, "monitoring": site_monitoring}, hostvars)
+        for host, message in site_checker.check_site(judged):
             errors.setdefault(host, []).append(message)
     site["errors"] = {h: _unique(m) for h, m in sorted(errors.items())}
     return site

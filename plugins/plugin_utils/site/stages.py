@@ -706,17 +706,20 @@ def fanout(host: str, group: str, hostvars: dict[str, dict[str, Any]], groups: d
 def fanout_files(stage: dict[str, Any], members: list[str], hostvars: dict[str, dict[str, Any]]) -> None:
     s = stage["settings"]
     peers = members[1:]
-    addresses = [runtime.fact(hostvars.get(p, {}), "default_ipv4", "address") for p in peers]
-    known = all(addresses)
+    # a peer connects to fanout_leader_address (placement.address_of) from its own side of that network: the same
+    # addresses an instance's firewall admits (placement.source_addresses)
+    sources = {p: [a for a in placement.source_addresses(p, hostvars.get(p, {})) if firewall.is_ip(a)] for p in peers}
+    addresses = [a for p in peers for a in sources[p]]
+    known = all(sources.values())
     text = "\n".join([
         HEADER, f"# Read-only rsync module serving {s['dir']} to this rack's peers during the weight fan-out.",
         "pid file = /run/sglang-weights-rsyncd.pid", "use chroot = yes", "read only = yes", "list = no", "uid = root",
         "gid = root", "", "[sglang-weights]", f"    path = {s['dir']}", f"    comment = {s['repo']} for {', '.join(peers)}",
-        "    exclude = .cache/", f"    hosts allow = {' '.join([*map(str, addresses), '127.0.0.1'])}",
+        "    exclude = .cache/", f"    hosts allow = {' '.join([*addresses, '127.0.0.1'])}",
         "    hosts deny = *", ""]) if known else None
     if not known:
-        on_node(stage, "the fan-out's rsync allow-list", f"the IPv4 of {', '.join(p for p, a in zip(peers, addresses) if not a)} "
-                "(default_ipv4 facts, gathered by site.yml's first play)")
+        on_node(stage, "the fan-out's rsync allow-list", f"the IPv4 of {', '.join(p for p in peers if not sources[p])} "
+                "(default_ipv4 facts, gathered by site.yml's first play, or an IP in ansible_host / sglang_dist_address)")
     stage["files"]["fanout_config"] = file_entry("/etc/sglang/rsyncd-weights.conf", text)
     stage["files"]["fanout_unit"] = file_entry("/etc/systemd/system/sglang-weights-rsyncd.service", "\n".join([
         HEADER, "[Unit]", f"Description=Read-only rsync daemon serving {s['repo']} to rack peers",
@@ -736,8 +739,17 @@ MANAGE = {"nvidia_driver": "nvidia_driver_manage", "rocm_driver": "rocm_driver_m
 def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
            errors: dict[str, list[str]]) -> None:
     """plan['stages'] on every planned host; each stage's problems are the host's (all of them, not the first)."""
+    supported = [str(f) for f in read_yaml(DATA_DIR / "os.yml")["node_os_families"]]
     for host, plan in plans.items():
         if plan["role"] == "none":
+            continue
+        osf = node_os(hostvars[host])
+        if osf and osf["os_family"] not in supported:
+            errors.setdefault(host, []).append(
+                f"{host} runs {osf['distribution']} {osf['distribution_version']} (OS family {osf['os_family']}); "
+                f"metalserve.sglang converges {', '.join(supported)}-family nodes only (Debian, Ubuntu: the install, "
+                "RDMA, container runtime, weights and monitoring stages install with apt). Serve from a "
+                "Debian or Ubuntu node, or give this host sglang_role: none")
             continue
         out = {}
         for name, make in STAGE_MAKERS:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, cached_yaml, load_catalog, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, replicas, runtime, stages
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, placement, replicas, runtime, stages
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SAFE_TOKEN = re.compile(r"^[A-Za-z0-9_@%+=:,./\-\[\]]+$")
@@ -148,11 +148,22 @@ def server_argv(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> l
     return [plan["install"]["sglang"], "serve"] + serve_tail(plan)
 
 
-def service_account(settings: dict[str, Any], amd: bool = False) -> list[str]:
-    """The system user, its GPU groups, and a private HOME systemd creates (caches land there)."""
+def service_groups(plan: dict[str, Any]) -> list[str]:
+    """The groups a uv server's account needs besides its own: video and render for AMD's /dev/kfd and render
+    nodes, and the group the rdma stage gives /dev/infiniband/* (its udev rule, 0660) when the server uses RDMA and
+    this collection manages that stage. The unit (SupplementaryGroups) and sglang_server's account read this."""
+    groups = ["video", "render"] if plan["recipe"]["vendor"] == "amd" else []
+    rdma = (plan.get("stages") or {}).get("rdma") or {}
+    if plan.get("rdma") and rdma.get("applies") and rdma["settings"].get("udev_group"):
+        groups.append(str(rdma["settings"]["udev_group"]))
+    return groups
+
+
+def service_account(settings: dict[str, Any], groups: list[str] | None = None) -> list[str]:
+    """The system user, its device groups, and a private HOME systemd creates (caches land there)."""
     lines = [f"User={settings['user']}", f"Group={settings['group']}"]
-    if amd:
-        lines.append("SupplementaryGroups=video render")
+    if groups:
+        lines.append("SupplementaryGroups=" + " ".join(groups))
     return lines + [f"Environment=HOME={settings['home']}", f"StateDirectory={settings['home'].rsplit('/', 1)[1]}",
                     f"WorkingDirectory={settings['home']}"]
 
@@ -199,7 +210,7 @@ def server_unit(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> s
                     "ExecStart=" + exec_line(server_argv(plan, docker)),
                     f"ExecStop=/usr/bin/docker stop --time {s['stop_timeout']} {name}"]
     else:
-        service += service_account(s, amd=rec["vendor"] == "amd")
+        service += service_account(s, plan.get("service_groups") or service_groups(plan))
         service += ["ExecStart=" + exec_line(server_argv(plan, docker))]
         service += s.get("hardening") or []
         if s.get("device_allowlist"):
@@ -243,15 +254,9 @@ def router_unit(plan: dict[str, Any]) -> str:
 
 def member_addresses(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
                      hostvars: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
-    """Each member's addresses the firewall admits: its rendezvous address and its default IPv4."""
-    out = {}
-    for member in plan["members"]:
-        found = [plans[member]["address"]] if member in plans else []
-        default = runtime.fact(hostvars.get(member, {}), "default_ipv4", "address")
-        if default:
-            found.append(str(default))
-        out[member] = found
-    return out
+    """Each member's addresses the firewall admits (placement.source_addresses)."""
+    del plans  # the addresses come from each member's variables and facts, as its own plan's do
+    return {member: placement.source_addresses(member, hostvars.get(member, {})) for member in plan["members"]}
 
 
 def firewall_file(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
@@ -267,15 +272,38 @@ def _file(path: str, content: str | None, mode: str, owner: str = "root", group:
     return {"path": path, "content": content, "mode": mode, "owner": owner, "group": group}
 
 
+#: where the serving roles write units
+UNITS_DIR = "/etc/systemd/system"
+
+
+def retire_rule(plan: dict[str, Any]) -> dict[str, Any]:
+    """How sglang_server finds the units of this host's instance that the plan no longer runs (replicas dropped or
+    added): the unit names the instance has had, the instance name captured, and the other files such a unit had,
+    with {instance} where its name goes."""
+    base = str(plan.get("replica_of") or plan["instance"])
+    s = plan["settings"]
+    paths = []
+    for key in ("env_file", "secrets_config", "hf_token_file"):
+        path = str(s.get(key) or "")
+        folder, _sep, name = path.rpartition("/")
+        if name.startswith(plan["instance"]):
+            paths.append(f"{folder}/{{instance}}{name[len(plan['instance']):]}")
+    return {"pattern": placement.retired_units(base), "units_dir": UNITS_DIR, "paths": paths}
+
+
 def host_files(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
                hostvars: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every file the serving roles write on a host: node_files() of its one instance, or of each replica (each replica
     keeps its own under plan['replicas'][i]['files']; the host's hold them all, by '<instance>.<name>')."""
+    if plan["role"] == "server":
+        plan["service_groups"] = service_groups(plan)
+        plan["retire"] = retire_rule(plan)
     if not plan.get("replicas"):
         plan["container"] = container_name(plan)
         return node_files(plan, plans, hostvars)
     out: dict[str, dict[str, Any]] = {}
     for replica in plan["replicas"]:
+        replica["service_groups"] = plan["service_groups"]  # one account per host: the host's stages decide
         replica["container"] = container_name(replica)
         replica["files"] = node_files(replica, plans, hostvars)
         out.update({f"{replica['instance']}.{key}": entry for key, entry in replica["files"].items()})
@@ -287,9 +315,9 @@ def node_files(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
                hostvars: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every file the serving roles write for this plan (the env file with secret placeholders)."""
     if plan["role"] == "router":
-        return {"unit": _file(f"/etc/systemd/system/{plan['unit']}", router_unit(plan), "0644")}
+        return {"unit": _file(f"{UNITS_DIR}/{plan['unit']}", router_unit(plan), "0644")}
     s = plan["settings"]
-    files = {"unit": _file(f"/etc/systemd/system/{plan['unit']}", server_unit(plan), "0644"),
+    files = {"unit": _file(f"{UNITS_DIR}/{plan['unit']}", server_unit(plan), "0644"),
              "env": _file(s["env_file"], env_file(plan), "0600")}
     if firewall_on(plan):
         text = firewall_file(plan, plans, hostvars)
