@@ -213,3 +213,26 @@ def test_gb300_containers_get_the_imex_channel_the_vendor_names_and_others_do_no
     h = one({**FAMILIES["h200-fp8"], "sglang_install_method": "docker"})
     assert channel not in su.docker_run(h)
     assert channel in gb["files"]["unit"]["content"]
+
+
+def test_the_health_probe_asks_the_address_the_program_binds() -> None:
+    """ExecStartPost's probe runs on the node: loopback when the program binds every address, else the one address
+    it binds (a server bound to 10.20.1.11 does not answer on 127.0.0.1)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.units import probe_url  # noqa: PLC0415
+    assert probe_url(["--host", "0.0.0.0", "--port", "30000"], 30000) == "http://127.0.0.1:30000/health"
+    assert probe_url(["--port", "30000"], 30000) == "http://127.0.0.1:30000/health"
+    assert probe_url(["--host", "10.20.1.11"], 30000) == "http://10.20.1.11:30000/health"
+    assert probe_url(["--host", "::"], 8000) == "http://[::1]:8000/health"
+    assert probe_url(["--host", "fd00::5"], 8000) == "http://[fd00::5]:8000/health"
+
+
+def test_a_server_bound_to_its_own_address_plans_and_is_probed_there() -> None:
+    """sglang_host set to the node's own address (an operator trial found it refused: the probe asked 127.0.0.1)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site  # noqa: PLC0415
+    site = plan_site({"n": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "low-latency",
+                            "sglang_install_method": "uv", "sglang_host": "10.0.0.5", "ansible_host": "10.0.0.5"}},
+                     {"all": ["n"]})
+    assert site["errors"] == {}
+    plan = site["plans"]["n"]
+    assert plan["health_url"] == "http://10.0.0.5:30000/health"
+    assert "--url http://10.0.0.5:30000/health " in plan["files"]["unit"]["content"]

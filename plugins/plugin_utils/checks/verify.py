@@ -30,14 +30,14 @@ def targets(plan: dict[str, Any] | None) -> list[dict[str, Any]]:
         router = load_catalog().router
         expect = plan.get("verify") or {}
         skip = {check: router.get("routes_missing_reason", "") for check in router.get("routes_missing") or []}
-        return [{"instance": plan["instance"], "url": f"http://127.0.0.1:{plan['port']}",
+        return [{"instance": plan["instance"], "url": plan["health_url"].removesuffix("/health"),
                  "served_model_name": plan.get("served_model_name"), "argv": plan.get("worker_argv") or [],
                  "verify": expect, "not_applicable": {**not_applicable(expect), **skip}}]
     out = []
     if plan.get("role") == "server" and plan.get("rank") == 0 and not plan["recipe"].get("pd_role"):
         for instance in replicas.instances_of(plan):
             expect = instance.get("verify") or {}
-            target = {"instance": instance["instance"], "url": f"http://127.0.0.1:{instance['recipe']['port']}",
+            target = {"instance": instance["instance"], "url": instance["health_url"].removesuffix("/health"),
                       "served_model_name": instance["recipe"].get("served_model_name"),
                       "argv": instance.get("argv") or [], "verify": expect}
             skip = not_applicable(expect)

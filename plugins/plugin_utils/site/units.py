@@ -148,6 +148,19 @@ def server_argv(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> l
     return [plan["install"]["sglang"], "serve"] + serve_tail(plan)
 
 
+def probe_url(argv: list[str], port: int) -> str:
+    """The health URL a unit's ExecStartPost asks, on the node itself: the address the program binds (--host), or
+    loopback when it binds every address (0.0.0.0: 127.0.0.1; ::: [::1])."""
+    bound = argv[argv.index("--host") + 1] if "--host" in argv[:-1] else "0.0.0.0"
+    if bound in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif bound == "::":
+        host = "[::1]"
+    else:
+        host = f"[{bound}]" if ":" in bound else bound
+    return f"http://{host}:{port}/health"
+
+
 def service_groups(plan: dict[str, Any]) -> list[str]:
     """The groups a uv server's account needs besides its own: video and render for AMD's /dev/kfd and render
     nodes, and the group the rdma stage gives /dev/infiniband/* (its udev rule, 0660) when the server uses RDMA and
@@ -217,7 +230,7 @@ def server_unit(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> s
             service += device_allowlist(rec["vendor"], bool(plan.get("rdma")))
     if head and s.get("health_wait"):
         service.append(f"ExecStartPost={s['python']} {s['health_script']} "
-                       f"--url http://127.0.0.1:{rec['port']}/health --timeout {s['health_timeout']} --pid $MAINPID")
+                       f"--url {plan['health_url']} --timeout {s['health_timeout']} --pid $MAINPID")
     service += [f"TimeoutStartSec={s['timeout_start']}", f"TimeoutStopSec={s['stop_timeout'] + 30}",
                 "Restart=on-failure", f"RestartSec={s['restart_sec']}",
                 "LimitMEMLOCK=infinity", f"LimitNOFILE={s['limit_nofile']}",
@@ -245,7 +258,7 @@ def router_unit(plan: dict[str, Any]) -> str:
         service += s.get("hardening") or []
         after = []
     service = ["Type=exec"] + service + [
-        f"ExecStartPost={s['python']} {s['health_script']} --url http://127.0.0.1:{plan['port']}/health "
+        f"ExecStartPost={s['python']} {s['health_script']} --url {plan['health_url']} "
         f"--timeout {s['health_timeout']} --pid $MAINPID",
         "Restart=on-failure", f"RestartSec={s['restart_sec']}", f"LimitNOFILE={s['limit_nofile']}",
         "StandardOutput=journal", "StandardError=journal", f"SyslogIdentifier={name}"]
@@ -315,7 +328,9 @@ def node_files(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
                hostvars: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Every file the serving roles write for this plan (the env file with secret placeholders)."""
     if plan["role"] == "router":
+        plan["health_url"] = probe_url(plan["argv"], plan["port"])
         return {"unit": _file(f"{UNITS_DIR}/{plan['unit']}", router_unit(plan), "0644")}
+    plan["health_url"] = probe_url(plan["argv"], plan["recipe"]["port"])
     s = plan["settings"]
     files = {"unit": _file(f"{UNITS_DIR}/{plan['unit']}", server_unit(plan), "0644"),
              "env": _file(s["env_file"], env_file(plan), "0600")}
