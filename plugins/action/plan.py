@@ -11,12 +11,14 @@ changes nothing, so it is check-mode safe.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import artifact, inventory_vars, placement
 
 
 def _depends_on(plans: dict[str, Any], hosts: list[str]) -> set[str]:
@@ -49,6 +51,16 @@ class ActionModule(ActionBase):
         wanted = [str(h) for h in (args.get("hosts") or task_vars.get("ansible_play_hosts_all") or inventory)]
         # problems check_variables found (site.yml hands them over so that one message carries every mistake)
         variable_errors = {str(h): v for h, v in (args.get("variable_errors") or {}).items() if v}
+        target = Path(os.path.abspath(os.path.expanduser(str(args["artifact"])))) if args.get("artifact") else None
+        make = bool(args.get("make_artifact"))  # --tags plan: this run makes the artifact, wherever it is
+        partial = artifact.partial_run(inventory, wanted, bool(args.get("apply_artifact")) and not make) if target else None
+        if partial and make:
+            result.update(failed=True, changed=False, plans={}, errors={},
+                          msg=f"refused: --tags plan makes the site's plan artifact from every host of the inventory, and "
+                              f"this run covers part of it ({partial}); run it without --limit")
+            return result
+        if target and partial:
+            return self._apply(result, target, partial, hostvars, groups, wanted, broken, variable_errors, task_vars)
         try:
             site = placement.plan_site(hostvars, groups)
         except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
@@ -90,4 +102,55 @@ class ActionModule(ActionBase):
             result["msg"] = variables.redact(placement.failure_text(here, len(involved)))
         else:
             result["msg"] = f"planned {len(plans)} host(s)"
+        if target and not errors and not broken and not variable_errors:
+            self._write_artifact(result, target, site, hostvars, groups)
+        return result
+
+    def _write_artifact(self, result: dict[str, Any], target: Path, site: dict[str, Any],
+                        hostvars: dict[str, Any], groups: dict[str, list[str]]) -> None:
+        """A run that planned the whole site writes its artifact (not in check mode; only when it differs)."""
+        text = artifact.dump(artifact.make(site, hostvars, groups, artifact.this_collection()))
+        old = target.read_text(encoding="utf-8") if target.is_file() else None
+        result["artifact"] = {"path": str(target), "written": old != text and not self._task.check_mode}
+        if old == text or self._task.check_mode:
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        result["changed"] = True
+
+    def _apply(self, result: dict[str, Any], target: Path, partial: str, hostvars: dict[str, Any],
+               groups: dict[str, list[str]], wanted: list[str], broken: dict[str, list[str]],
+               variable_errors: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        """A run that covers part of the site: its hosts' part of the artifact, after checking each host's inputs."""
+        inventory = ",".join(str(i) for i in task_vars.get("ansible_inventory_sources") or []) or "<inventory>"
+        own = {h: m for h, m in broken.items() if h in wanted}
+        if variable_errors or own:
+            parts = ["refused before anything changed (reported once for the site; the hosts at fault are named below)"]
+            if variable_errors:
+                parts.append(variables.redact(variables.failure_text(variable_errors, len(wanted))))
+            if own:
+                parts.append(variables.redact(placement.failure_text(own, len(wanted))))
+            result.update(failed=True, changed=False, plans={}, errors=own, msg="\n".join(parts))
+            return result
+        try:
+            made = artifact.load(target)
+        except ValueError as exc:
+            made, problems = None, [str(exc)]
+        else:
+            problems = [] if made is None else artifact.verify(
+                made, hostvars, groups, wanted, artifact.this_collection(), whole_inventory=partial.startswith("--limit"))
+        if made is None or problems:
+            text = artifact.refusal(str(target), made, partial, problems, inventory)
+            result.update(failed=True, changed=False, plans={}, errors={}, msg=variables.redact(text))
+            return result
+        site = artifact.applied(made, hostvars)
+        warnings = [f"{h}: {w}" for h in sorted(set(wanted)) for w in site["plans"].get(h, {}).get("warnings", [])]
+        if warnings:
+            result["warnings"] = [variables.redact(w) for w in warnings]
+        result.update(changed=False, plans=site["plans"], monitoring=site["monitoring"], errors={},
+                      artifact={"path": str(target), "applied": True, "inputs_digest": made["inputs_digest"]},
+                      msg=f"applied the plan artifact {target} to {len(wanted)} host(s) ({partial}); each one's inputs "
+                          f"are the ones it was planned from")
         return result

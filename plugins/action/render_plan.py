@@ -21,7 +21,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import artifact, inventory_vars, placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import TEMPLATE_DIR, render_all, stale_dirs
 
 
@@ -81,16 +81,25 @@ class ActionModule(ActionBase):
                 return result
             plans, site_monitoring = site["plans"], site.get("monitoring") or {}
             preflight = self._preflight(plans, task_vars)
+            made = artifact.dump(artifact.make(site, hostvars, groups, artifact.this_collection()))
         files = render_all(plans, inventory, template_dir, preflight, site_monitoring)
+        extra: dict[str, tuple[str, str]] = {}
+        if not isinstance(args.get("plans"), dict):
+            # the site's plan artifact (docs/awx.md): beside the files, or where `artifact` says
+            target = Path(os.path.abspath(os.path.expanduser(str(args["artifact"])))) if args.get("artifact") else None
+            if target is None or target == (dest / "plan.json").absolute():
+                files["plan.json"] = (made, "0644")
+            else:
+                extra[str(target)] = (made, "0644")
         changed, diffs = [], []
-        for rel, (content, mode) in sorted(files.items()):
-            path = dest / rel
+        for rel, (content, mode) in sorted(files.items()) + sorted(extra.items()):
+            path = dest / rel  # an absolute `rel` (the artifact elsewhere) stays what it is
             old = path.read_text(encoding="utf-8") if path.is_file() else None
             old_mode = (path.stat().st_mode & 0o7777) if path.exists() else None
             if old == content and old_mode == int(mode, 8):
                 continue
             changed.append(rel)
-            if self._task.diff:
+            if self._task.diff and rel != "plan.json" and rel not in extra:  # the artifact: thousands of lines
                 diffs.append({"before_header": str(path), "after_header": str(path),
                               "before": old or "", "after": content})
             if not self._task.check_mode:
@@ -100,8 +109,8 @@ class ActionModule(ActionBase):
             changed.append(f"{name}/ (host left the inventory: removed)")
             if not self._task.check_mode:
                 shutil.rmtree(dest / name)
-        result.update(changed=bool(changed), files=sorted(files), changed_files=changed, removed=removed,
-                      dest=str(dest))
+        result.update(changed=bool(changed), files=sorted(files) + sorted(extra), changed_files=changed,
+                      removed=removed, dest=str(dest))
         if diffs:
             result["diff"] = diffs
         return result

@@ -30,6 +30,12 @@ options:
   preflight:
     description: The C(report) of M(metalserve.sglang.preflight); adds a Preflight column to PLAN.md.
     type: dict
+  artifact:
+    description:
+      - Where to write the site's plan artifact (every host's plan with the digests of its inputs, which runs over
+        part of the site apply; see M(metalserve.sglang.plan)), relative to the working directory. Defaults to
+        C(plan.json) in O(dest). Written only when the action plans the site itself (without O(plans)).
+    type: path
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - ansible.builtin.action_common_attributes.flow
@@ -78,7 +84,8 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 def main() -> None:
     module = AnsibleModule(argument_spec={"dest": {"type": "path", "required": True},
                                           "plans": {"type": "dict", "required": True},
-                                          "template_dir": {"type": "path"}, "preflight": {"type": "dict"}},
+                                          "template_dir": {"type": "path"}, "preflight": {"type": "dict"},
+                                          "artifact": {"type": "path"}},
                            supports_check_mode=True)
     module.fail_json(msg="metalserve.sglang.render_plan runs as an action plugin on the controller")
 
