@@ -109,10 +109,15 @@ class ActionModule(ActionBase):
     def _write_artifact(self, result: dict[str, Any], target: Path, site: dict[str, Any],
                         hostvars: dict[str, Any], groups: dict[str, list[str]]) -> None:
         """A run that planned the whole site writes its artifact (not in check mode; only when it differs)."""
-        text = artifact.dump(artifact.make(site, hostvars, groups, artifact.this_collection()))
-        old = target.read_text(encoding="utf-8") if target.is_file() else None
-        result["artifact"] = {"path": str(target), "written": old != text and not self._task.check_mode}
-        if old == text or self._task.check_mode:
+        collection = artifact.this_collection()
+        made_from = artifact.inputs(hostvars, groups, collection)
+        if artifact.text_made_from(target, made_from["inputs_digest"]) is not None:  # the same inputs, the same plans
+            result["artifact"] = {"path": str(target), "written": False, "inputs_digest": made_from["inputs_digest"]}
+            return
+        text = artifact.dump(artifact.make(site, hostvars, groups, collection, made_from))
+        result["artifact"] = {"path": str(target), "written": not self._task.check_mode,
+                              "inputs_digest": made_from["inputs_digest"]}
+        if self._task.check_mode:
             return
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")

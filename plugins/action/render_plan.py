@@ -81,16 +81,21 @@ class ActionModule(ActionBase):
                 return result
             plans, site_monitoring = site["plans"], site.get("monitoring") or {}
             preflight = self._preflight(plans, task_vars)
-            made = artifact.dump(artifact.make(site, hostvars, groups, artifact.this_collection()))
         files = render_all(plans, inventory, template_dir, preflight, site_monitoring)
         extra: dict[str, tuple[str, str]] = {}
         if not isinstance(args.get("plans"), dict):
-            # the site's plan artifact (docs/awx.md): beside the files, or where `artifact` says
+            # the site's plan artifact (docs/awx.md): beside the files, or where `artifact` says; made from the same
+            # inputs, the file there holds the same plans and is kept as it is
             target = Path(os.path.abspath(os.path.expanduser(str(args["artifact"])))) if args.get("artifact") else None
-            if target is None or target == (dest / "plan.json").absolute():
+            path = target or (dest / "plan.json").absolute()
+            collection = artifact.this_collection()
+            made_from = artifact.inputs(hostvars, groups, collection)
+            made = artifact.text_made_from(path, made_from["inputs_digest"]) or artifact.dump(
+                artifact.make(site, hostvars, groups, collection, made_from))
+            if path == (dest / "plan.json").absolute():
                 files["plan.json"] = (made, "0644")
             else:
-                extra[str(target)] = (made, "0644")
+                extra[str(path)] = (made, "0644")
         changed, diffs = [], []
         for rel, (content, mode) in sorted(files.items()) + sorted(extra.items()):
             path = dest / rel  # an absolute `rel` (the artifact elsewhere) stays what it is

@@ -44,7 +44,10 @@ def test_digest_is_sha256_of_sorted_compact_json() -> None:
 def test_host_record_by_hand() -> None:
     record = art.host_record({"sglang_gpu": "h200", "ansible_facts": {"default_ipv4": {"address": "10.0.0.1"}}},
                              ["servers", "rack_a"])
-    sha = lambda t: "sha256:" + hashlib.sha256(t.encode()).hexdigest()  # noqa: E731
+
+    def sha(text: str) -> str:
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
     assert record["vars"] == {"sglang_gpu": sha('"h200"')}
     assert record["facts"] == {"default_ipv4": sha('{"address":"10.0.0.1"}')}
     assert record["groups"] == ["rack_a", "servers"]
@@ -204,3 +207,23 @@ def test_this_collection_reads_what_the_plan_reads() -> None:
     assert "plugins/plugin_utils/site/placement.py" in files and "roles/sglang_server/defaults/main.yml" in files
     assert "roles/sglang_install/meta/argument_specs.yml" in files
     assert not any("__pycache__" in p or p.startswith(("tests/", "playbooks/")) for p in files)
+
+
+def test_dump_is_json_with_a_line_per_host() -> None:
+    text = art.dump(made())
+    assert json.loads(text) == json.loads(json.dumps(made()))
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[-1] == "}"
+    assert sum(1 for line in lines if line.startswith('"h1":')) == 2  # its record under hosts, its plan under plans
+    assert '"plans":{' in lines and '"hosts":{' in lines
+
+
+def test_a_file_made_from_the_same_inputs_is_kept(tmp_path: Path) -> None:
+    a = made()
+    path = tmp_path / "plan.json"
+    path.write_text(art.dump(a))
+    assert art.text_made_from(path, a["inputs_digest"]) == path.read_text()
+    assert art.text_made_from(path, "sha256:" + "0" * 64) is None
+    assert art.text_made_from(tmp_path / "none.json", a["inputs_digest"]) is None
+    path.write_text(json.dumps(a, indent=2))  # not a file dump() wrote: made again
+    assert art.text_made_from(path, a["inputs_digest"]) is None
