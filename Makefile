@@ -120,8 +120,8 @@ molecule: venv link lab-infra ## CI's scenarios (CI_SCENARIOS; SCENARIOS=... pic
 molecule-all: ## every scenario under molecule/, one after the other
 	$(MAKE) molecule SCENARIOS="$(ALL_SCENARIOS)"
 
-bench: venv link lab-infra ## converge cost of site.yml on lab nodes, N = 1, 4, 8 (writes bench/)
-	$(BIN)/python bench/bench.py --sizes $${BENCH_SIZES:-1,4,8} --profiles $${BENCH_PROFILES:-tuned,docker} \
+bench: venv link lab-infra ## converge cost of site.yml on lab nodes, N = 1, 4, 8, 16, 32 (writes bench/)
+	$(BIN)/python bench/bench.py --sizes $${BENCH_SIZES:-1,4,8,16,32} --profiles $${BENCH_PROFILES:-tuned,docker@8} \
 	  --render $${BENCH_RENDER:-512,2048}
 
 clean:
