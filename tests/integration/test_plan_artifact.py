@@ -112,8 +112,7 @@ def test_limit_without_an_artifact_is_refused(made: dict, tmp_path: Path) -> Non
     assert f"there is none at {tmp_path}/plan.json" in said(proc)
 
 
-def test_declared_artifact_applies_to_an_inventory_subset_and_a_missing_one_is_refused(made: dict,
-                                                                                         tmp_path: Path) -> None:
+def test_declared_artifact_applies_to_an_inventory_subset_and_refuses_a_missing_one(made: dict, tmp_path: Path) -> None:
     part = inventory(tmp_path / "part.yml", hosts=("h2", "r1"))  # what a job slice's inventory holds
     ok = site(part, "--tags", "never", "-e", f"sglang_plan_artifact={made['path']}", "-v")
     assert ok.returncode == 0, ok.stdout[-3000:]
