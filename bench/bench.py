@@ -242,7 +242,9 @@ def split_profile(spec: str, sizes: list[int]) -> tuple[str, list[int]]:
     return name, [int(n) for n in only.split("+")] if only else sizes
 
 
-def measure(sizes: list[int], specs: list[str]) -> dict[str, Any]:
+def measure(sizes: list[int], specs: list[str], partial: Path | None = None) -> dict[str, Any]:
+    """Every profile at its sizes; after each run the results so far go to `partial` (a run that fails later, say a
+    lab of 32 nodes, keeps what was measured)."""
     profiles = [split_profile(spec, sizes) for spec in specs]
     results: dict[str, Any] = {"sizes": sizes, "profiles": [name for name, _settings in profiles], "runs": []}
     for index, (profile, profile_sizes) in enumerate(profiles):
@@ -250,14 +252,17 @@ def measure(sizes: list[int], specs: list[str]) -> dict[str, Any]:
         for n in profile_sizes:
             name = f"bench{n}p{index}"
             lab.destroy(name, roots=(root,))
-            lab.up(name, n, "plain", transport=transport(profile))
             try:
+                lab.up(name, n, "plain", transport=transport(profile))
                 for kind in RUNS:
                     run = one_run(name, kind, env, root)
                     run.update(profile=profile, nodes=n)
                     print(f"[bench] {profile} N={n} {kind}: {run['wall_s']} s, changed={run['changed']}, "
                           f"failed={run['failed']}", flush=True)
                     results["runs"].append(run)
+                    if partial:
+                        partial.parent.mkdir(parents=True, exist_ok=True)
+                        partial.write_text(json.dumps(results, indent=1))
             finally:
                 lab.destroy(name, roots=(root,))
     return results
@@ -430,7 +435,8 @@ def main() -> int:
     if args.report:
         results = json.loads(Path(args.report).read_text())
     else:
-        results = measure([int(s) for s in args.sizes.split(",") if s], [p for p in args.profiles.split(",") if p])
+        results = measure([int(s) for s in args.sizes.split(",") if s], [p for p in args.profiles.split(",") if p],
+                          partial=ROOT / ".cache" / "bench-partial.json")
         if args.render:
             results["render"] = measure_render([int(s) for s in args.render.split(",")],
                                                ROOT / ".cache" / "bench-render")
