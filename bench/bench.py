@@ -1,6 +1,6 @@
 """Converge cost and fleet scaling of site.yml on lab nodes (`make bench`).
 
-For each N in --sizes: build a lab of N GPU-less servers plus one router (tests/lab/lab.py, plain shape),
+For each N in --sizes (default 1, 4, 8, 16, 32): build a lab of N GPU-less servers plus one router (tests/lab/lab.py, plain shape),
 then run site.yml (hardware-bound stages off) three times: the first converge, a second (no-op) converge,
 and a --check run. Each run records wall time, changed tasks (from the recap) and the 10 slowest tasks
 (ansible.posix.profile_tasks). --profiles picks what is measured, for before/after figures:
@@ -21,7 +21,10 @@ Absolute times on shared machines are noisy; the report states ratios measured w
 no-op(N) / no-op(1) and no-op / first converge.
 Writes <out>/results.json, <out>/README.md (tables) and <out>/bench.png (time against N).
 A profile can be limited to some sizes: defaults@1+8.
-Usage: bench.py [--sizes 1,4,8] [--profiles tuned,mitogen,ref:9c4144d,defaults@1] [--out bench]
+Fleet scaling: past N=8 (16 and 32 by default) the report adds the no-op's controller and node CPU per host, and
+each over N=8's (1.0: the cost per host does not grow with the fleet), with each node's memory (how many the
+machine holds).
+Usage: bench.py [--sizes 1,4,8,16,32] [--profiles tuned,mitogen,ref:9c4144d,defaults@1] [--out bench]
 """
 from __future__ import annotations
 
@@ -91,6 +94,28 @@ def cgroup_cpu_ns(container: str) -> int | None:
     return None
 
 
+def memory_mib(container: str) -> float | None:
+    """What a lab container holds in memory now (its cgroup's usage less the inactive page cache, as `docker stats`
+    counts it), in MiB: what tells how many nodes the machine's memory holds."""
+    cid = subprocess.run(["docker", "inspect", "-f", "{{.Id}}", container], capture_output=True, text=True,
+                         check=False).stdout.strip()
+    if not cid:
+        return None
+    v1 = Path(f"/sys/fs/cgroup/memory/docker/{cid}")
+    v2 = next((p for p in (Path(f"/sys/fs/cgroup/docker/{cid}"), Path(f"/sys/fs/cgroup/system.slice/docker-{cid}.scope"))
+               if (p / "memory.current").exists()), None)
+    if (v1 / "memory.usage_in_bytes").exists():
+        used, stat = int((v1 / "memory.usage_in_bytes").read_text()), v1 / "memory.stat"
+        inactive_key = "total_inactive_file"
+    elif v2 is not None:
+        used, stat = int((v2 / "memory.current").read_text()), v2 / "memory.stat"
+        inactive_key = "inactive_file"
+    else:
+        return None
+    stats = dict(line.split() for line in stat.read_text().splitlines())
+    return round((used - int(stats.get(inactive_key, 0))) / 2**20, 1)
+
+
 def nodes_cpu_ns(name: str) -> dict[str, int | None]:
     return {host: cgroup_cpu_ns(host) for host in lab.containers(name)}
 
@@ -155,7 +180,10 @@ def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT) -> dic
     hosts = max(1, len(recap))
     counts = json.loads(counts_file.read_text()) if counts_file.exists() else {"hosts": {}, "actions": {}}
     modules = [counts["hosts"].get(h, 0) for h in recap]
+    memory = [m for m in (memory_mib(h) for h in nodes1) if m is not None]
     return {"run": kind, "wall_s": round(wall, 1), "rc": proc.returncode,
+            "node_memory_mib_mean": round(sum(memory) / len(memory), 1) if memory else None,
+            "node_memory_mib_max": max(memory) if memory else None,
             # CPU seconds: the whole machine (controller + every lab node share its cores) and the controller alone
             "busy_cpu_s": round(busy, 1), "controller_cpu_s": round(ctl, 1), "cores": os.cpu_count(),
             "controller_cpu_s_per_host": round(ctl / hosts, 2),
@@ -217,7 +245,9 @@ def split_profile(spec: str, sizes: list[int]) -> tuple[str, list[int]]:
     return name, [int(n) for n in only.split("+")] if only else sizes
 
 
-def measure(sizes: list[int], specs: list[str]) -> dict[str, Any]:
+def measure(sizes: list[int], specs: list[str], partial: Path | None = None) -> dict[str, Any]:
+    """Every profile at its sizes; after each run the results so far go to `partial` (a run that fails later, say a
+    lab of 32 nodes, keeps what was measured)."""
     profiles = [split_profile(spec, sizes) for spec in specs]
     results: dict[str, Any] = {"sizes": sizes, "profiles": [name for name, _settings in profiles], "runs": []}
     for index, (profile, profile_sizes) in enumerate(profiles):
@@ -225,14 +255,17 @@ def measure(sizes: list[int], specs: list[str]) -> dict[str, Any]:
         for n in profile_sizes:
             name = f"bench{n}p{index}"
             lab.destroy(name, roots=(root,))
-            lab.up(name, n, "plain", transport=transport(profile))
             try:
+                lab.up(name, n, "plain", transport=transport(profile))
                 for kind in RUNS:
                     run = one_run(name, kind, env, root)
                     run.update(profile=profile, nodes=n)
                     print(f"[bench] {profile} N={n} {kind}: {run['wall_s']} s, changed={run['changed']}, "
                           f"failed={run['failed']}", flush=True)
                     results["runs"].append(run)
+                    if partial:
+                        partial.parent.mkdir(parents=True, exist_ok=True)
+                        partial.write_text(json.dumps(results, indent=1))
             finally:
                 lab.destroy(name, roots=(root,))
     return results
@@ -245,9 +278,47 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
         base = runs.get((min(results["sizes"]), "noop"))
         out[profile] = {n: {"noop_vs_noop1": round(runs[(n, "noop")]["wall_s"] / base["wall_s"], 2) if base else None,
                             "noop_vs_first": round(runs[(n, "noop")]["wall_s"] / runs[(n, "first")]["wall_s"], 2),
-                            "check_vs_first": round(runs[(n, "check")]["wall_s"] / runs[(n, "first")]["wall_s"], 2)}
+                            "check_vs_first": round(runs[(n, "check")]["wall_s"] / runs[(n, "first")]["wall_s"], 2),
+                            **per_host_vs(runs, n, REFERENCE_N)}
                         for n in results["sizes"] if (n, "noop") in runs}
     return out
+
+
+#: the fleet-scaling ratios divide each N's per-host no-op cost by this N's
+REFERENCE_N = 8
+
+
+def per_host_vs(runs: dict[tuple[int, str], dict[str, Any]], n: int, ref: int) -> dict[str, float | None]:
+    """The no-op's controller and node CPU per host at N over the same at N=ref (1.0: linear in hosts)."""
+    here, base = runs.get((n, "noop")), runs.get((ref, "noop"))
+    out: dict[str, float | None] = {}
+    for key in ("controller_cpu_s_per_host", "node_cpu_s_per_host"):
+        ok = here and base and here.get(key) is not None and base.get(key)
+        out[f"{key}_vs_{ref}"] = round(here[key] / base[key], 2) if ok else None
+    return out
+
+
+def scaling(results: dict[str, Any]) -> list[str]:
+    """The no-op's per-host cost past N=8: controller and node CPU per host at each N, and over N=8's."""
+    rat = results.get("ratios") or ratios(results)
+    lines = []
+    for profile in results["profiles"]:
+        runs = {(r["nodes"], r["run"]): r for r in results["runs"] if r["profile"] == profile}
+        big = [n for n in results["sizes"] if n >= REFERENCE_N and (n, "noop") in runs]
+        if len(big) < 2 or (REFERENCE_N, "noop") not in runs:
+            continue
+        lines += [f"## Fleet scaling, {profile}: the no-op per host past N={REFERENCE_N}", "",
+                  f"| N | hosts | no-op s | controller CPU s / host | node CPU s / host | controller / host vs N={REFERENCE_N} "
+                  f"| node / host vs N={REFERENCE_N} | modules / host | node memory MiB (mean / max) |",
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for n in big:
+            o, r = runs[(n, "noop")], rat[profile][n]
+            lines.append(f"| {n} | {o['hosts']} | {o['wall_s']} | {o['controller_cpu_s_per_host']} | "
+                         f"{o['node_cpu_s_per_host']} | {r[f'controller_cpu_s_per_host_vs_{REFERENCE_N}']} | "
+                         f"{r[f'node_cpu_s_per_host_vs_{REFERENCE_N}']} | {o['modules_per_host']} | "
+                         f"{o.get('node_memory_mib_mean')} / {o.get('node_memory_mib_max')} |")
+        lines.append("")
+    return lines
 
 
 def busy_cores(run: dict[str, Any]) -> str:
@@ -318,6 +389,7 @@ def markdown(results: dict[str, Any]) -> str:
             lines += [f"- {t['seconds']:.2f} s {t['task']}" for t in top["slowest"]]
             lines.append("")
     lines += compare(results)
+    lines += scaling(results)
     if results.get("render"):
         lines += ["## render.yml at fleet sizes (generated sites: racks of 16, a TP16 pair and a router per rack)", "",
                   "| servers | first render s | second render s | controller CPU s (first) |", "| ---: | ---: | ---: | ---: |"]
@@ -357,7 +429,7 @@ def plot(results: dict[str, Any], path: Path) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="1,4,8")
+    ap.add_argument("--sizes", default="1,4,8,16,32")
     ap.add_argument("--profiles", default="tuned")
     ap.add_argument("--out", default=str(ROOT / "bench"))
     ap.add_argument("--report", metavar="RESULTS_JSON", help="write the tables and plot again from a results.json; measure nothing")
@@ -366,7 +438,8 @@ def main() -> int:
     if args.report:
         results = json.loads(Path(args.report).read_text())
     else:
-        results = measure([int(s) for s in args.sizes.split(",") if s], [p for p in args.profiles.split(",") if p])
+        results = measure([int(s) for s in args.sizes.split(",") if s], [p for p in args.profiles.split(",") if p],
+                          partial=ROOT / ".cache" / "bench-partial.json")
         if args.render:
             results["render"] = measure_render([int(s) for s in args.render.split(",")],
                                                ROOT / ".cache" / "bench-render")

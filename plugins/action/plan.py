@@ -11,6 +11,8 @@ changes nothing, so it is check-mode safe.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from ansible.plugins.action import ActionBase
@@ -18,7 +20,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.metalserve.sglang.plugins.modules.plan import ARGUMENT_SPEC
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import artifact, inventory_vars
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 
 
@@ -52,6 +54,16 @@ class ActionModule(ActionBase):
         wanted = [str(h) for h in (args["hosts"] or task_vars.get("ansible_play_hosts_all") or inventory)]
         # problems check_variables found (site.yml hands them over so that one message carries every mistake)
         variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
+        target = Path(os.path.abspath(os.path.expanduser(str(args["artifact"])))) if args["artifact"] else None
+        make = bool(args["make_artifact"])  # --tags plan: this run makes the artifact, wherever it is
+        partial = artifact.partial_run(inventory, wanted, bool(args["apply_artifact"]) and not make) if target else None
+        if partial and make:
+            result.update(failed=True, changed=False, plans={}, errors={},
+                          msg=f"refused: --tags plan makes the site's plan artifact from every host of the inventory, and "
+                              f"this run covers part of it ({partial}); run it without --limit")
+            return result
+        if target and partial:
+            return self._apply(result, target, partial, hostvars, groups, wanted, broken, variable_errors, task_vars)
         try:
             site = site_plan.plan_site(hostvars, groups)
         except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
@@ -85,4 +97,60 @@ class ActionModule(ActionBase):
             result["msg"] = variables.redact(site_plan.failure_text(here, len(involved)))
         else:
             result["msg"] = f"planned {len(plans)} host(s)"
+        if target and not errors and not broken and not variable_errors:
+            self._write_artifact(result, target, site, hostvars, groups)
+        return result
+
+    def _write_artifact(self, result: dict[str, Any], target: Path, site: dict[str, Any],
+                        hostvars: dict[str, Any], groups: dict[str, list[str]]) -> None:
+        """A run that planned the whole site writes its artifact (not in check mode; only when it differs)."""
+        collection = artifact.this_collection()
+        made_from = artifact.inputs(hostvars, groups, collection)
+        if artifact.text_made_from(target, made_from["inputs_digest"]) is not None:  # the same inputs, the same plans
+            result["artifact"] = {"path": str(target), "written": False, "inputs_digest": made_from["inputs_digest"]}
+            return
+        text = artifact.dump(artifact.make(site, hostvars, groups, collection, made_from))
+        result["artifact"] = {"path": str(target), "written": not self._task.check_mode,
+                              "inputs_digest": made_from["inputs_digest"]}
+        if self._task.check_mode:
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        result["changed"] = True
+
+    def _apply(self, result: dict[str, Any], target: Path, partial: str, hostvars: dict[str, Any],
+               groups: dict[str, list[str]], wanted: list[str], broken: dict[str, list[str]],
+               variable_errors: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        """A run that covers part of the site: its hosts' part of the artifact, after checking each host's inputs."""
+        inventory = ",".join(str(i) for i in task_vars.get("ansible_inventory_sources") or []) or "<inventory>"
+        own = {h: m for h, m in broken.items() if h in wanted}
+        if variable_errors or own:
+            parts = ["refused before anything changed (reported once for the site; the hosts at fault are named below)"]
+            if variable_errors:
+                parts.append(variables.redact(variables.failure_text(variable_errors, len(wanted))))
+            if own:
+                parts.append(variables.redact(site_plan.failure_text(own, len(wanted))))
+            result.update(failed=True, changed=False, plans={}, errors=own, msg="\n".join(parts))
+            return result
+        try:
+            made = artifact.load(target)
+        except ValueError as exc:
+            made, problems = None, [str(exc)]
+        else:
+            problems = [] if made is None else artifact.verify(
+                made, hostvars, groups, wanted, artifact.this_collection(), whole_inventory=partial.startswith("--limit"))
+        if made is None or problems:
+            text = artifact.refusal(str(target), made, partial, problems, inventory)
+            result.update(failed=True, changed=False, plans={}, errors={}, msg=variables.redact(text))
+            return result
+        site = artifact.applied(made, hostvars)
+        warnings = [f"{h}: {w}" for h in sorted(set(wanted)) for w in site["plans"].get(h, {}).get("warnings", [])]
+        if warnings:
+            result["warnings"] = [variables.redact(w) for w in warnings]
+        result.update(changed=False, plans=site["plans"], monitoring=site["monitoring"], errors={},
+                      artifact={"path": str(target), "applied": True, "inputs_digest": made["inputs_digest"]},
+                      msg=f"applied the plan artifact {target} to {len(wanted)} host(s) ({partial}); each one's inputs "
+                          f"are the ones it was planned from")
         return result

@@ -23,7 +23,7 @@ from ansible_collections.metalserve.sglang.plugins.modules.render_plan import AR
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import artifact, inventory_vars
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import (TEMPLATE_DIR, render_all, stale_dirs,
                                                                                    stale_files)
@@ -74,48 +74,59 @@ class ActionModule(ActionBase):
         inventory = Path(str(task_vars.get("inventory_dir") or "inventory")).name
         site_monitoring: dict[str, Any] = {}
         clock = _Clock()
-        if args["plans"] is not None:
-            plans, preflight, site_monitoring = args["plans"], args["preflight"] or {}, args["monitoring"] or {}
-        else:
-            # plan here: one step, instead of passing a site's plans through a task argument (slow at thousands
-            # of hosts); the same plan_site() the plan action runs
-            broken: dict[str, list[str]] = {}
-            hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
-            clock.lap("inputs")
-            if not hostvars:
-                raise AnsibleActionFail("the inventory has no hosts: check the -i path (ansible-inventory --graph)")
-            # what check_variables refused (render.yml runs it first, as site.yml does): one message with the plan's
-            variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
-            try:
-                site = site_plan.plan_site(hostvars, groups)
-                clock.lap("plan")
-            except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
-                if not variable_errors and not broken:
-                    raise
-                site = {"plans": {}, "errors": {}, "monitoring": {}}
-                variable_errors.setdefault(sorted(hostvars)[0], {}).setdefault("plan", []).append(
-                    f"the plan could not run with these variables: {exc}")
-            site["errors"] = {**site["errors"], **{h: m + site["errors"].get(h, []) for h, m in broken.items()}}
-            warnings = site_plan.warning_lines(site["plans"])
-            warnings += list((site.get("monitoring") or {}).get("warnings") or [])
-            if warnings:
-                result["warnings"] = [variables.redact(w) for w in warnings]
-            if site["errors"] or variable_errors:
-                result.update(failed=True, changed=False,
-                              errors={h: [variables.redact(m) for m in ms] for h, ms in site["errors"].items()},
-                              msg=site_plan.refusal_text("the controller; rendered/ was left as it was",
-                                                         variable_errors, site["errors"], len(hostvars), len(hostvars)))
-                return result
-            plans, site_monitoring = site["plans"], site.get("monitoring") or {}
-            # PLAN.md's Preflight column needs cached facts; a site without any (a first render) skips reading them
-            preflight = self._preflight(plans, task_vars) if any(
-                (hostvars.get(h) or {}).get("ansible_facts") for h in plans) else {}
+        # plan here: one step, instead of passing a site's plans through a task argument (slow at thousands
+        # of hosts); the same plan_site() the plan action runs
+        broken: dict[str, list[str]] = {}
+        hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
+        clock.lap("inputs")
+        if not hostvars:
+            raise AnsibleActionFail("the inventory has no hosts: check the -i path (ansible-inventory --graph)")
+        # what check_variables refused (render.yml runs it first, as site.yml does): one message with the plan's
+        variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
+        try:
+            site = site_plan.plan_site(hostvars, groups)
+            clock.lap("plan")
+        except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
+            if not variable_errors and not broken:
+                raise
+            site = {"plans": {}, "errors": {}, "monitoring": {}}
+            variable_errors.setdefault(sorted(hostvars)[0], {}).setdefault("plan", []).append(
+                f"the plan could not run with these variables: {exc}")
+        site["errors"] = {**site["errors"], **{h: m + site["errors"].get(h, []) for h, m in broken.items()}}
+        warnings = site_plan.warning_lines(site["plans"])
+        warnings += list((site.get("monitoring") or {}).get("warnings") or [])
+        if warnings:
+            result["warnings"] = [variables.redact(w) for w in warnings]
+        if site["errors"] or variable_errors:
+            result.update(failed=True, changed=False,
+                          errors={h: [variables.redact(m) for m in ms] for h, ms in site["errors"].items()},
+                          msg=site_plan.refusal_text("the controller; rendered/ was left as it was",
+                                                     variable_errors, site["errors"], len(hostvars), len(hostvars)))
+            return result
+        plans, site_monitoring = site["plans"], site.get("monitoring") or {}
+        # PLAN.md's Preflight column needs cached facts; a site without any (a first render) skips reading them
+        preflight = self._preflight(plans, task_vars) if any(
+            (hostvars.get(h) or {}).get("ansible_facts") for h in plans) else {}
         clock.lap("preflight")
         files = render_all(plans, inventory, template_dir, preflight, site_monitoring)
         clock.lap("render")
+        # the site's plan artifact (docs/awx.md): beside the files, or where `artifact` says; made from the same
+        # inputs, the file there holds the same plans and is kept as it is
+        extra: dict[str, tuple[str, str]] = {}
+        target = Path(os.path.abspath(os.path.expanduser(str(args["artifact"])))) if args["artifact"] else None
+        path = target or (dest / "plan.json").absolute()
+        collection = artifact.this_collection()
+        made_from = artifact.inputs(hostvars, groups, collection)
+        made = artifact.text_made_from(path, made_from["inputs_digest"]) or artifact.dump(
+            artifact.make(site, hostvars, groups, collection, made_from))
+        if path == (dest / "plan.json").absolute():
+            files["plan.json"] = (made, "0644")
+        else:
+            extra[str(path)] = (made, "0644")
+        clock.lap("artifact")
         changed, diffs = [], []
-        for rel, (content, mode) in sorted(files.items()):
-            path = dest / rel
+        for rel, (content, mode) in sorted(files.items()) + sorted(extra.items()):
+            path = dest / rel  # an absolute `rel` (the artifact elsewhere) stays what it is
             data = content.encode("utf-8")
             try:
                 seen = os.stat(path)
@@ -129,7 +140,7 @@ class ActionModule(ActionBase):
                 continue
             old = path.read_text(encoding="utf-8", errors="replace") if seen is not None and self._task.diff else None
             changed.append(rel)
-            if self._task.diff:
+            if self._task.diff and rel != "plan.json" and rel not in extra:  # the artifact: thousands of lines
                 diffs.append({"before_header": str(path), "after_header": str(path),
                               "before": old or "", "after": content})
             if not self._task.check_mode:
@@ -150,7 +161,7 @@ class ActionModule(ActionBase):
             if not self._task.check_mode:
                 shutil.rmtree(dest / name)
         clock.lap("stale")
-        result.update(changed=bool(changed), files=sorted(files), changed_files=changed, removed=removed,
+        result.update(changed=bool(changed), files=sorted(files) + sorted(extra), changed_files=changed, removed=removed,
                       dest=str(dest), timings=clock.laps)
         if diffs:
             result["diff"] = diffs

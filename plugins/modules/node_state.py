@@ -107,7 +107,6 @@ import hashlib  # noqa: E402
 import os  # noqa: E402
 import pwd  # noqa: E402
 import stat  # noqa: E402
-import subprocess  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
@@ -200,12 +199,11 @@ def _truthy(value):
     return bool(value)
 
 
-def unit_state(want, systemctl):
+def unit_state(want, systemctl, run):
     if not systemctl:
         return {"known": False}, True
-    out = subprocess.run([systemctl, "show", want["unit"], "--property", "ActiveState,UnitFileState,LoadState"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
-    props = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
+    _rc, stdout, _err = run([systemctl, "show", want["unit"], "--property", "ActiveState,UnitFileState,LoadState"])
+    props = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
     found = {"active": props.get("ActiveState", ""), "enabled": props.get("UnitFileState", ""),
              "loaded": props.get("LoadState", "")}
     differs = found["loaded"] != "loaded"
@@ -216,27 +214,30 @@ def unit_state(want, systemctl):
     return found, differs
 
 
-def command_state(want):
+def command_state(want, run):
     try:
-        out = subprocess.run(list(want["argv"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             universal_newlines=True, check=False)
-    except OSError:
+        rc, stdout, _err = run(list(want["argv"]))
+    except OSError:  # no such program: what a shell says
         return {"rc": 127, "stdout": ""}, False
-    return {"rc": out.returncode, "stdout": out.stdout.strip()}, False
+    return {"rc": rc, "stdout": stdout.strip()}, False
 
 
-def probe(params, systemctl):
+def probe(params, systemctl, run):
+    """What the node has against what `params` want. `run(argv)` runs a read-only program and returns
+    (rc, stdout, stderr), raising OSError when the program cannot be started (the module: run_command)."""
     state = {}
     differ = []
     checks = [("files", file_state), ("directories", directory_state), ("links", link_state),
-              ("groups", group_state), ("users", user_state), ("commands", command_state)]
+              ("groups", group_state), ("users", user_state)]
     for key, check in checks:
         for want in params.get(key) or []:
             state[want["name"]], differs = check(want)
             if differs:
                 differ.append(want["name"])
+    for want in params.get("commands") or []:
+        state[want["name"]], _differs = command_state(want, run)
     for want in params.get("units") or []:
-        state[want["name"]], differs = unit_state(want, systemctl)
+        state[want["name"]], differs = unit_state(want, systemctl, run)
         if differs:
             differ.append(want["name"])
     return state, differ
@@ -246,7 +247,12 @@ def main():
     item = {"type": "list", "elements": "dict", "default": []}
     module = AnsibleModule(argument_spec={key: dict(item) for key in (
         "files", "directories", "links", "groups", "users", "units", "commands")}, supports_check_mode=True)
-    state, differ = probe(module.params, module.get_bin_path("systemctl"))
+
+    def run(argv):
+        # the argv as given (no ~ or $VAR expansion); a program that cannot start raises OSError (rc 127 above)
+        return module.run_command(argv, expand_user_and_vars=False, handle_exceptions=False)
+
+    state, differ = probe(module.params, module.get_bin_path("systemctl"), run)
     module.exit_json(changed=False, differ=differ, state=state)
 
 

@@ -33,6 +33,29 @@ options:
       - When the plan fails, its result carries RV(errors) and the message only, not the plans.
     type: dict
     default: {}
+  artifact:
+    description:
+      - Path of the site's plan artifact (JSON), relative to the working directory (under AWX/AAP, the project's
+        checkout). Unset, the action knows no artifact and plans the inventory as a whole site, as roles used alone do.
+      - A run whose hosts are the whole inventory plans the site and writes it there (only when it differs; not in
+        check mode) with the digest of every host's inputs and of the collection.
+      - A run that covers part of the site (its hosts are fewer than the inventory's, that is C(--limit); or
+        O(apply_artifact)) applies its hosts' part of it instead, after checking that each of its hosts has the
+        inputs it was planned from. It refuses, naming the hosts and what changed, when a digest differs or the
+        file is missing, and says how to make it.
+    type: path
+  apply_artifact:
+    description:
+      - The inventory may hold part of the site (an AWX/AAP job slice, an inventory subset), so every run applies
+        O(artifact) and none makes it (C(site.yml) sets it when C(sglang_plan_artifact) is set).
+    type: bool
+    default: false
+  make_artifact:
+    description:
+      - This run makes O(artifact) from the whole inventory even with O(apply_artifact) (C(site.yml --tags plan));
+        it refuses a run with C(--limit).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
@@ -65,6 +88,11 @@ monitoring:
     M(metalserve.sglang.render_plan) takes as O(metalserve.sglang.render_plan#module:monitoring).
   returned: unless the task fails
   type: dict
+artifact:
+  description: Where the plan artifact is, and whether this run wrote it (C(written)) or applied it (C(applied),
+    with its C(inputs_digest)).
+  returned: when O(artifact) is set and the plan succeeds
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -73,7 +101,10 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 # The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
 ARGUMENT_SPEC = {"hosts": {"type": "list", "elements": "str"},
                  "fail_on_error": {"type": "bool", "default": True},
-                 "variable_errors": {"type": "dict", "default": {}}}
+                 "variable_errors": {"type": "dict", "default": {}},
+                 "artifact": {"type": "path"},
+                 "apply_artifact": {"type": "bool", "default": False},
+                 "make_artifact": {"type": "bool", "default": False}}
 
 
 def main() -> None:

@@ -11,24 +11,18 @@ version_added: 0.1.0
 author: metalserve.sglang contributors (@metalserve)
 short_description: Write the rendered/ folder of a site plan on the controller
 description:
-  - Renders, for each planned host, C(serve.args), C(serve.env) (secrets masked) and C(serve.sh), or
-    C(router.args) and C(router.sh) for routers, plus C(PLAN.md), from the templates in
-    C(playbooks/templates/render/).
+  - Plans the site from the inventory with the same planner as M(metalserve.sglang.plan) (the plan, then the site
+    checker over every host's files), and fails with one message naming every host when it refuses; nothing is
+    written then.
+  - Writes, for each planned host, every file a stage puts on the node under C(<host>/files/), each stage's view
+    (C(<host>/<stage>.yml)), C(serve.args) and C(serve.sh) (or C(router.args) and C(router.sh) for routers),
+    C(PLAN.md), the monitoring configuration, and the site's plan artifact (C(plan.json), see O(artifact)).
   - Writes only files whose content or mode changed, atomically. Nothing is written in check mode.
 options:
   dest:
     description: Directory to write into.
     type: path
     required: true
-  plans:
-    description:
-      - The RV(metalserve.sglang.plan#module:plans) returned by M(metalserve.sglang.plan).
-      - Omitted, the action plans the site itself from the inventory, with the same planner as M(metalserve.sglang.plan),
-        and fails with the plan's message when a host cannot be planned (what C(playbooks/render.yml) does).
-    type: dict
-  monitoring:
-    description: The C(monitoring) part of the plan (the monitoring host's files), with O(plans).
-    type: dict
   variable_errors:
     description:
       - The C(errors) of M(metalserve.sglang.check_variables) run with C(fail_on_error=false); a site with any is
@@ -37,9 +31,12 @@ options:
   template_dir:
     description: Directory with the templates, to replace the collection's own.
     type: path
-  preflight:
-    description: The C(report) of M(metalserve.sglang.preflight); adds a Preflight column to PLAN.md.
-    type: dict
+  artifact:
+    description:
+      - Where to write the site's plan artifact (every host's plan with the digests of its inputs, which runs over
+        part of the site apply; see M(metalserve.sglang.plan)), relative to the working directory. Defaults to
+        C(plan.json) in O(dest).
+    type: path
 extends_documentation_fragment:
   - metalserve.sglang.attributes.controller
   - ansible.builtin.action_common_attributes
@@ -54,7 +51,6 @@ EXAMPLES = r"""
 - name: Render the site
   metalserve.sglang.render_plan:
     dest: "{{ playbook_dir }}/../rendered"
-    plans: "{{ site_plan.plans }}"
   run_once: true
 """
 
@@ -73,7 +69,8 @@ timings:
   description:
     - Wall seconds per step of this render, where a big site's render spends its time
     - C(inputs) (reading every host's variables from Ansible), C(plan) (plan_site with the site checker),
-      C(preflight) (only with cached facts), C(render) (the files' text), C(write) (compare and write),
+      C(preflight) (only with cached facts), C(render) (the files' text), C(artifact) (the plan artifact's text),
+      C(write) (compare and write),
       C(stale) (find and remove files no longer rendered). Steps that did not run are absent.
   returned: always
   type: dict
@@ -85,11 +82,9 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 
 # The task's arguments: the action plugin checks them against this spec (plugin_utils/action_args.py)
 ARGUMENT_SPEC = {"dest": {"type": "path", "required": True},
-                 "plans": {"type": "dict"},
-                 "monitoring": {"type": "dict"},
-                 "preflight": {"type": "dict"},
                  "template_dir": {"type": "path"},
-                 "variable_errors": {"type": "dict"}}
+                 "variable_errors": {"type": "dict"},
+                 "artifact": {"type": "path"}}
 
 
 def main() -> None:

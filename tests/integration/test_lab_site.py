@@ -11,6 +11,7 @@ sudo, with an HF token, an API key and a registry password set:
   --config file): not in Ansible's -vvv or --diff output, rendered/, unit files, `systemctl show`, any
   process's command line, the journal, or `docker inspect` of the nodes;
 - destroy leaves no container, network or inventory behind.
+The lab and its three runs are the `site` fixture (conftest.py, lab_site.py), which test_lab_slices.py shares.
 The docker-mode server and router are written and enabled, not started (their image is a stand-in; the
 docker-mode router runs for real in molecule/sglang_router_docker).
 """
@@ -29,26 +30,9 @@ from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 sys.path.insert(0, str(ROOT / "tests" / "lab"))
 import lab  # noqa: E402
 
-NAME = "audit"
-SECRETS = {"sglang_hf_token": "hf_AUDIT_token_5c1b2e9d", "sglang_api_key": "sk-AUDIT-key-77e1d0aa",
-           "sglang_install_registry_password": "reg-AUDIT-pass-9f3a41"}
+from ansible_collections.metalserve.sglang.tests.integration import lab_site  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def site() -> dict:
-    lab.destroy(NAME)
-    inv = lab.up(NAME, 4, "full", SECRETS)
-    runs = {}
-    try:
-        for key, extra in (("first", ["-vvv"]), ("second", []), ("check", ["--check", "--diff", "-v"])):
-            proc = lab.converge(NAME, False, extra) if key != "check" else lab.run_ansible(
-                ["ansible-playbook", "-i", str(inv), "playbooks/site.yml", "--skip-tags", lab.SKIP] + extra, quiet=True)
-            runs[key] = proc
-        yield {"inv": inv, "runs": runs, "hosts": lab.containers(NAME)}
-    finally:
-        lab.destroy(NAME)
-        assert lab.containers(NAME) == []
-        assert not lab.lab_dir(NAME).exists()
+SECRETS = lab_site.SECRETS
 
 
 def recap(out: str) -> dict[str, str]:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make sanity`: ansible-test sanity over the collection, one ansible-core release after the other, --local
 # (no containers) and offline apart from the package index.
+#   - the releases and the Python each venv runs on: tests/sanity/releases.txt (2.20 and newer need 3.12+);
 #   - one venv per ansible-core release under $METALSERVE_CACHE/ansible-test/core-<version> (made once);
 #   - ansible-test keeps its per-test venvs and caches under ~/.ansible/test; HOME points into the same
 #     cache for it, so nothing lands in the user's ~/.ansible and `rm -rf $METALSERVE_CACHE` cleans all;
@@ -17,17 +18,18 @@
 #     doc schema, runtime-metadata, yamllint, the code-smell tests) runs on all of them.
 #   - `units`: ansible-test units on the newest release (the unit tests run under pytest too: make unit).
 # Usage: tests/sanity/run.sh [sanity|units] [ansible-test options, e.g. --test pep8; they replace the skips]
-# Env: SANITY_CORES (ansible-core releases, oldest first), SANITY_FULL (releases that run every test, or
-#      "all"), SANITY_SKIP (tests the other releases skip), METALSERVE_CACHE.
+# Env: SANITY_CORES (ansible-core releases, oldest first; default: every release of releases.txt), SANITY_FULL
+#      (releases that run every test, or "all"), SANITY_SKIP (tests the other releases skip), METALSERVE_CACHE.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${METALSERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metalserve-sglang}/ansible-test
-CORES=${SANITY_CORES:-2.16.19 2.17.14 2.18.19 2.19.14}
+RELEASES=$ROOT/tests/sanity/releases.txt
+CORES=${SANITY_CORES:-$(awk '!/^#/ && NF {printf "%s ", $1}' "$RELEASES")}
+CORES=${CORES% }
 FULL=${SANITY_FULL:-${CORES##* }}
 SKIP=${SANITY_SKIP:-pylint}
 LINK=$ROOT/.build/collections/ansible_collections/metalserve/sglang
 LOGS=$ROOT/tests/output/sanity
-PYTHON=${PYTHON:-python3}
 
 [ -e "$LINK" ] || { echo "$LINK is missing: run make link" >&2; exit 1; }
 mkdir -p "$CACHE" "$LOGS"
@@ -51,21 +53,31 @@ if command -v pyenv >/dev/null; then
   export PATH=$CACHE/pythons:$PATH
 fi
 
+# core_python CORE: the Python its venv runs on (releases.txt; PYTHON overrides it)
+core_python() {
+  local py
+  py=${PYTHON:-$(awk -v core="$1" '$1 == core {print $2}' "$RELEASES")}
+  [ -n "$py" ] || { echo "ansible-core $1 is not in ${RELEASES#"$ROOT"/}: add it with the Python its venv runs on" >&2; exit 2; }
+  command -v "$py" >/dev/null || { echo "ansible-core $1 needs $py (${RELEASES#"$ROOT"/}); install it (pyenv install)" >&2; exit 2; }
+  echo "$py"
+}
+
 # core_venv CORE: the venv of one ansible-core release (made once), and ansible-test's get-pip seeded for it
 core_venv() {
-  local core=$1 venv=$CACHE/core-$1 pip_version seed=$HOME_AT/.ansible/test/cache
+  local core=$1 venv=$CACHE/core-$1 pip_version seed=$HOME_AT/.ansible/test/cache py
+  py=$(core_python "$core")
   if [ ! -e "$venv/.complete" ]; then
-    echo "[sanity] venv for ansible-core $core" >&2
+    echo "[sanity] venv for ansible-core $core ($py)" >&2
     rm -rf "$venv"
-    "$PYTHON" -m venv "$venv"
+    "$py" -m venv "$venv"
     { "$venv/bin/pip" install -q --upgrade pip && "$venv/bin/pip" install -q "ansible-core==$core"; } \
       >"$CACHE/core-$core.log" 2>&1 || { tail -30 "$CACHE/core-$core.log" >&2; exit 1; }
     touch "$venv/.complete"
   fi
   # the pip release ansible-test pins in its venvs, and the stand-in for its get-pip.py beside pip's wheel
-  pip_version=$("$venv/bin/python" -c 'import types
+  pip_version=$("$venv/bin/python" -c 'import sys, types
 from ansible_test._internal.python_requirements import get_venv_packages
-print(get_venv_packages(types.SimpleNamespace(version="3.11"))["pip"])')
+print(get_venv_packages(types.SimpleNamespace(version="%d.%d" % sys.version_info[:2]))["pip"])')
   mkdir -p "$seed"
   if [ ! -e "$seed/pip-$pip_version-py3-none-any.whl" ]; then
     "$venv/bin/pip" download -q --no-deps --only-binary :all: -d "$seed" "pip==$pip_version" >/dev/null

@@ -36,7 +36,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "bench_report-missing": ("bench_report", {"host": "h"}),
     "check_variables-wrong-type": ("check_variables", {"hosts": ["localhost"], "fail_on_error": "maybe"}),
     "preflight-missing": ("preflight", {"fail": False}),
-    "render_plan-missing": ("render_plan", {"plans": {}}),
+    "render_plan-missing": ("render_plan", {"template_dir": "templates"}),
     "size_report-missing": ("size_report", {"dest": "rendered"}),
     "weights_wait-missing": ("weights_wait", {"poll": 5}),
     "acceptance-type": ("acceptance", {"plans": {}, "enforce": "perhaps"}),
@@ -50,7 +50,7 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
 FITTING: dict[str, tuple[str, dict[str, Any]]] = {
     "check_variables-fits": ("check_variables", {"roles": ["preflight", "monitoring"], "hosts": ["localhost"]}),
     "check_variables-every-role": ("check_variables", {"hosts": ["localhost"]}),
-    "render_plan-fits": ("render_plan", {"dest": "rendered", "plans": {}}),
+    "render_plan-fits": ("render_plan", {"dest": "rendered"}),
 }
 
 

@@ -111,3 +111,21 @@ def test_module_count_callback_counts_node_modules_only(tmp_path) -> None:
     counts = json.loads(out.read_text())
     assert counts["hosts"] == {"h1": 4, "h2": 4}
     assert counts["actions"] == {"command": 2, "stat": 6}
+
+
+def test_fleet_scaling_divides_the_no_op_per_host_by_n8() -> None:
+    results = {"sizes": [1, 8, 16, 32], "profiles": ["tuned"], "runs": runs("tuned", {
+        1: (30.0, 3.0, 3.0), 8: (150.0, 10.0, 10.0), 16: (300.0, 19.0, 19.0), 32: (600.0, 40.0, 40.0)})}
+    per_host = {8: (1.2, 0.6, 9), 16: (1.1, 0.66, 17), 32: (0.9, 0.72, 33)}  # controller, node, hosts
+    for run in results["runs"]:
+        if run["run"] == "noop" and run["nodes"] in per_host:
+            ctl, node, hosts = per_host[run["nodes"]]
+            run.update(controller_cpu_s_per_host=ctl, node_cpu_s_per_host=node, hosts=hosts, modules_per_host=2.9,
+                       node_memory_mib_mean=60.0, node_memory_mib_max=75.5)
+    rat = bench.ratios(results)["tuned"]
+    assert rat[32]["controller_cpu_s_per_host_vs_8"] == 0.75 and rat[32]["node_cpu_s_per_host_vs_8"] == 1.2
+    assert rat[8]["controller_cpu_s_per_host_vs_8"] == 1.0 and rat[1]["node_cpu_s_per_host_vs_8"] is None
+    table = bench.scaling(results)
+    assert table[0] == "## Fleet scaling, tuned: the no-op per host past N=8"
+    assert "| 32 | 33 | 40.0 | 0.9 | 0.72 | 0.75 | 1.2 | 2.9 | 60.0 / 75.5 |" in table
+    assert bench.scaling({**results, "sizes": [1, 8]}) == []  # nothing past N=8: no section

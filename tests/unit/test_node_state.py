@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
 from pathlib import Path
 
 from ansible_collections.metalserve.sglang.plugins.modules import node_state as ns
@@ -11,6 +12,13 @@ from ansible_collections.metalserve.sglang.plugins.modules import node_state as 
 
 def sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    """What the module's run_command(handle_exceptions=False) gives: (rc, stdout, stderr), OSError when the program
+    cannot start."""
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return out.returncode, out.stdout, out.stderr
 
 
 def test_files_by_hash_mode_and_absence(tmp_path: Path) -> None:
@@ -26,7 +34,7 @@ def test_files_by_hash_mode_and_absence(tmp_path: Path) -> None:
         {"name": "missing", "path": str(tmp_path / "nope"), "sha256": sha("x")},
         {"name": "gone", "path": str(tmp_path / "nope"), "absent": True},
         {"name": "still_there", "path": str(unit), "absent": "true"},
-    ]}, None)
+    ]}, None, run)
     assert differ == ["content", "mode", "missing", "still_there"]
     assert state["unit"]["sha256"] == sha("[Unit]\n") and state["unit"]["mode"] == "0644"
     assert state["missing"] == {"exists": False}
@@ -42,13 +50,13 @@ def test_folders_links_accounts_and_commands(tmp_path: Path) -> None:
         "groups": [{"name": "g_root", "group": "root"}, {"name": "g_none", "group": "metalserve-no-such-group"}],
         "users": [{"name": "u_root", "user": "root"}, {"name": "u_none", "user": "metalserve-no-such-user"}],
         "commands": [{"name": "echo", "argv": ["echo", "uv 0.13.9"]}, {"name": "none", "argv": ["/nonexistent/uv"]}],
-    }, None)
+    }, None, run)
     assert differ == ["nodir", "stale", "g_none", "u_none"]
     assert state["echo"] == {"rc": 0, "stdout": "uv 0.13.9"} and state["none"]["rc"] == 127
 
 
 def test_units_without_systemctl_differ() -> None:
-    state, differ = ns.probe({"units": [{"name": "service", "unit": "x.service", "enabled": True}]}, None)
+    state, differ = ns.probe({"units": [{"name": "service", "unit": "x.service", "enabled": True}]}, None, run)
     assert differ == ["service"] and state["service"] == {"known": False}
 
 
@@ -57,6 +65,23 @@ def test_units_read_from_systemctl(tmp_path: Path) -> None:
     fake.write_text("#!/bin/sh\nprintf 'ActiveState=active\\nUnitFileState=enabled\\nLoadState=loaded\\n'\n")
     fake.chmod(0o755)
     state, differ = ns.probe({"units": [{"name": "up", "unit": "a.service", "enabled": True, "active": True},
-                                        {"name": "want_stopped", "unit": "a.service", "active": "false"}]}, str(fake))
+                                        {"name": "want_stopped", "unit": "a.service", "active": "false"}]}, str(fake), run)
     assert state["up"] == {"active": "active", "enabled": "enabled", "loaded": "loaded"}
     assert differ == ["want_stopped"]
+
+
+def test_module_runs_commands_through_run_command(tmp_path: Path) -> None:
+    """The module itself, as Ansible runs it (arguments in a JSON file): argv goes to run_command as given (no ~ or
+    $VAR expansion), a program that cannot start reads as rc 127, nothing fails."""
+    import json
+    import sys
+
+    args = tmp_path / "args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"commands": [
+        {"name": "literal", "argv": ["echo", "$HOME", "~"]},
+        {"name": "none", "argv": ["/nonexistent/uv", "--version"]}]}}))
+    out = subprocess.run([sys.executable, ns.__file__, str(args)], capture_output=True, text=True, check=False,
+                         env={**os.environ, "HOME": "/home/nobody-here"})
+    result = json.loads(out.stdout)
+    assert out.returncode == 0 and not result.get("failed"), out.stdout + out.stderr
+    assert result["state"] == {"literal": {"rc": 0, "stdout": "$HOME ~"}, "none": {"rc": 127, "stdout": ""}}
