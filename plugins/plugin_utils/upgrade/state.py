@@ -115,5 +115,5 @@ def done(state: dict[str, Any]) -> bool:
 
 def commit(state: dict[str, Any]) -> None:
     state["status"] = "committed"
-    state["running"] = {h: v for h, v in state["target_inputs"].items()}
+    state["running"] = dict(state["target_inputs"])
     event(state, "-", "committed")
