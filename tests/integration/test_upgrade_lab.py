@@ -156,6 +156,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     finally:
         if "the" in locals():
             RESULTS.parent.mkdir(parents=True, exist_ok=True)
+            kept = RESULTS.with_suffix("")  # the last run's rendered/upgrade/, for reading after the lab is gone
+            subprocess.run(["rm", "-rf", str(kept)], check=False)
+            if the.dir.exists():
+                subprocess.run(["cp", "-r", str(the.dir), str(kept)], check=False)
             RESULTS.write_text(json.dumps(the.timings, indent=1) + "\n")
             print(f"\nupgrade lab timings: {json.dumps(the.timings)}")
         lab.destroy(NAME)
@@ -239,6 +243,7 @@ def test_3_release_failing_health_rolled_back(site: Lab) -> None:
     canary = state["canary"]
     assert state["units"][canary]["phase"] == "rolled_back"
     assert "did not answer /health" in state["units"][canary]["reason"], state["units"][canary]
+    site.timings["canary rollback after a failed health check (s)"] = state["units"][canary]["rollback_seconds"]
     for host in site.servers:
         now = site.node(host)
         expect_release(now, NEW)
