@@ -9,8 +9,8 @@ A systemd drop-in of the test lab replaces a server unit's ExecStart with this s
 It reads the unit file the collection wrote (/etc/systemd/system/<name>), takes from its ExecStart the release (the
 venv /opt/sglang/venvs/<release>/bin/sglang, or the image of a docker unit), --host, --port and --served-model-name,
 and starts the double on that address, reporting that release as its version. How a release behaves is the test's
-choice: /etc/metalserve-test/double-rules.json holds [{"match": "<text in the ExecStart line>", "args": [...]}]; the
-first rule whose text the line contains adds its arguments (e.g. ["--tpot-ms", "20"] for a slower release, or
+choice: /etc/metalserve-test/double-rules.json holds [{"match": "<text in the ExecStart line>", "args": [...]}] (with
+"host": "<name>", a rule holds on that container only); the first rule whose text the line contains adds its arguments (e.g. ["--tpot-ms", "20"] for a slower release, or
 ["--mode", "unhealthy"] for one that never answers /health; later arguments win). No rule: 50 ms to the first token,
 5 ms per token after it, healthy.
 """
@@ -20,6 +20,7 @@ import json
 import os
 import re
 import shlex
+import socket
 import sys
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def double_argv(line: str, rules: list[dict]) -> list[str]:
            "--port", flag(argv, "--port", "30000"), "--model", flag(argv, "--served-model-name", "zai-org/GLM-5.3"),
            "--version", release, "--tpot-ms", "5", "--ttft-ms", "50"]
     for rule in rules:
-        if rule["match"] in line:
+        if rule["match"] in line and rule.get("host", socket.gethostname()) == socket.gethostname():
             return out + [str(a) for a in rule.get("args", [])]
     return out
 

@@ -7,7 +7,9 @@ uv installs of the real SGLang 0.5.13.post1 and 0.5.23 venvs), reused by every s
   2. a release slower than the thresholds (0.5.13.post1 again, made slow) is rolled back after the canary, the rest of
      the fleet never changes, and the run fails naming the metric;
   3. a release whose server never answers /health (a knob, --max-running-requests 48) is rolled back;
-  4. an upgrade killed in its first wave resumes where it stopped: the promoted canary is not moved again.
+  4. an upgrade killed in its first wave resumes where it stopped: the promoted canary is not moved again;
+  5. a release slow on the last wave's node only is rolled back on that wave; the canary and the first wave keep it,
+     the router is not moved, and the run fails naming the wave's unit.
 After each: what runs on every node - the unit's ExecStart (venv and argv), the `current` symlink, the release the
 running process serves, its PID (unchanged where nothing moved) - and the router's unit.
 
@@ -282,4 +284,26 @@ def test_4_interrupted_upgrade_resumes(site: Lab) -> None:
         expect_release(now, NEW)
         assert now["exec"][now["exec"].index("--max-running-requests") + 1] == "32"
     assert site.node(canary_host)["pid"] == canary_pid     # the promoted canary was not moved again
+    assert len(site.pool()) == 3
+
+
+def test_5_a_failing_later_wave_is_rolled_back_and_stops(site: Lab) -> None:
+    last = site.servers[-1]
+    site.rules([{"match": "--max-running-requests 64", "host": last, "args": ["--tpot-ms", "25", "--ttft-ms", "200"]}])
+    site.set_vars("servers", sglang_extra_args={"--max-running-requests": 64})
+    router_before = site.router_unit()
+    before_last = site.node(last)
+    run = site.upgrade()
+    assert run.returncode != 0
+    assert re.search(rf"glm-5.3@{last} was rolled back to the previous plan and serves again", run.stdout), \
+        run.stdout[-3000:]
+    state = site.state()
+    phases = {uid: u["phase"] for uid, u in state["units"].items()}
+    assert phases == {f"glm-5.3@{h}": ("rolled_back" if h == last else "promoted") for h in site.servers}
+    assert state["status"] == "rolled_back" and state["routers"] == {}
+    for host in site.servers:
+        now = site.node(host)
+        expect_release(now, NEW)
+        assert now["exec"][now["exec"].index("--max-running-requests") + 1] == ("32" if host == last else "64")
+    assert site.node(last)["exec"] == before_last["exec"] and site.router_unit() == router_before
     assert len(site.pool()) == 3
