@@ -13,7 +13,10 @@ lab's mixed shape). Modes reproduce deployment mistakes the verify playbook must
   no-reasoning     no reasoning parser: the thinking stays inside content as <think>...</think>
   raw-tool-call    wrong tool parser (e.g. glm45 for GLM-5.3): the call stays in content, finish_reason stop
   slow             every answer waits --delay seconds first
-Usage: openai_double.py --port 30000 --model zai-org/GLM-5.3 [--mode good] [--tpot-ms 1] [--api-key-file F]
+  unhealthy        /health and /health_generate answer 503 (a release that never becomes healthy)
+/v1/loads counts the requests it is answering (num_running_reqs) as SGLang's does, so a drain can wait for zero;
+/server_info reports --version (the release a launcher started it for).
+Usage: openai_double.py --port 30000 --model zai-org/GLM-5.3 [--mode good] [--tpot-ms 1] [--ttft-ms 0] [--api-key-file F]
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ class Double(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     cfg: argparse.Namespace
     key: str | None = None
+    running = 0
+    lock = threading.Lock()
 
     def log_message(self, fmt: str, *args: Any) -> None:  # quiet
         return
@@ -87,14 +92,19 @@ class Double(BaseHTTPRequestHandler):
             return self._json(401, {"error": "unauthorized"})
         self._slow()
         if self.route in ("/health", "/health_generate"):
-            return self._json(200, {})
+            return self._json(503 if self.cfg.mode == "unhealthy" else 200, {})
+        if self.route == "/v1/loads":
+            with Double.lock:
+                running = Double.running
+            return self._json(200, {"version": self.cfg.version, "loads": [
+                {"dp_rank": 0, "num_running_reqs": running, "num_waiting_reqs": 0}]})
         if self.route == "/v1/models":
             # the fields of SGLang's ModelCard (sglang-router reads them when it discovers models)
             return self._json(200, {"object": "list", "data": [{
                 "id": self.cfg.model, "object": "model", "created": int(time.time()), "owned_by": "sglang",
                 "root": self.cfg.model, "max_model_len": 1048576}]})
         if self.route in ("/server_info", "/get_server_info", "/model_info"):
-            return self._json(200, {"double": True, "model_path": self.cfg.model, "version": "test-double"})
+            return self._json(200, {"double": True, "model_path": self.cfg.model, "version": self.cfg.version})
         return self._json(404, {"error": "not found"})
 
     def do_POST(self) -> None:  # noqa: N802
@@ -102,6 +112,15 @@ class Double(BaseHTTPRequestHandler):
             return self._json(401, {"error": "unauthorized"})
         body = self._body()
         self._slow()
+        with Double.lock:
+            Double.running += 1
+        try:
+            return self._post(body)
+        finally:
+            with Double.lock:
+                Double.running -= 1
+
+    def _post(self, body: dict[str, Any]) -> None:
         if self.route == "/flush_cache":
             return self._json(200, {})
         if self.route == "/generate":
@@ -115,6 +134,7 @@ class Double(BaseHTTPRequestHandler):
         return self._json(404, {"error": "not found"})
 
     def _tokens(self, n: int) -> Any:
+        time.sleep(self.cfg.ttft_ms / 1000.0)  # the prefill: the first token comes after it
         for i in range(n):
             time.sleep(self.cfg.tpot_ms / 1000.0)
             yield i + 1
@@ -180,9 +200,11 @@ def main() -> None:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=30000)
     ap.add_argument("--model", default="zai-org/GLM-5.3")
-    ap.add_argument("--mode", choices=["good", "no-reasoning", "raw-tool-call", "slow"], default="good")
+    ap.add_argument("--mode", choices=["good", "no-reasoning", "raw-tool-call", "slow", "unhealthy"], default="good")
+    ap.add_argument("--version", default="test-double")
     ap.add_argument("--delay", type=float, default=30.0)
     ap.add_argument("--tpot-ms", type=float, default=1.0)
+    ap.add_argument("--ttft-ms", type=float, default=0.0)
     ap.add_argument("--api-key-file")
     cfg = ap.parse_args()
     Double.cfg = cfg

@@ -28,6 +28,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
                                                   "cell": {}, "gpus": 8, "out_dir": "out"},
     "check_variables": {"roles": ["preflight"]}, "gpu_facts": {}, "plan": {}, "preflight": {"plans": {}},
     "render_plan": {"dest": "rendered"}, "size_report": {"result": {"rows": []}, "dest": "rendered"},
+    "upgrade_plan": {"dest": "rendered/upgrade"}, "upgrade_record": {"dest": "rendered/upgrade", "event": "report"},
     "weights_wait": {"jid": "1"},
 }
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -39,6 +40,10 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "render_plan-missing": ("render_plan", {"template_dir": "templates"}),
     "size_report-missing": ("size_report", {"dest": "rendered"}),
     "weights_wait-missing": ("weights_wait", {"poll": 5}),
+    "upgrade_plan-missing": ("upgrade_plan", {"canary": "n1"}),
+    "upgrade_record-missing": ("upgrade_record", {"event": "report"}),
+    "upgrade_plan-type": ("upgrade_plan", {"dest": "rendered/upgrade", "wave_by": "zone"}),
+    "upgrade_record-type": ("upgrade_record", {"dest": "rendered/upgrade", "event": "report", "verify": "all good"}),
     "acceptance-type": ("acceptance", {"plans": {}, "enforce": "perhaps"}),
     "bench_report-type": ("bench_report", {**MINIMAL["bench_report"], "gpus": "eight"}),
     "gpu_facts-type": ("gpu_facts", {"platforms": ["h200"]}),

@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin metalserve.sglang.upgrade_plan: one run of playbooks/upgrade.yml, decided on the controller
+(plugins/plugin_utils/upgrade/planner.py): the running and target plans, CHANGE.md, the canary, the waves and the
+state it starts or resumes."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.metalserve.sglang.plugins.modules.upgrade_plan import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.upgrade import change, planner, waves
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.upgrade import state as st
+
+
+def _write(path: Path, text: str) -> None:
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def pool_entries(unit: dict[str, Any], plans: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Where each head of a unit sits in each router's pool: the worker URL the router was given, its type and the
+    prefill's bootstrap port (what POST /workers needs to put it back)."""
+    out = []
+    for router in unit["routers"]:
+        rp = plans[router]
+        for head in unit["heads"]:
+            if head not in rp["worker_hosts"]:
+                continue
+            url = rp["workers"][rp["worker_hosts"].index(head)]
+            role = plans[head]["recipe"].get("pd_role") or "regular"
+            out.append({"router": router, "router_port": rp["port"], "url": url, "head": head, "worker_type": role,
+                        "bootstrap_port": plans[head]["recipe"].get("bootstrap_port") if role == "prefill" else None})
+    return out
+
+
+def measure_target(unit: dict[str, Any], target: dict[str, dict[str, Any]],
+                   previous: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Where and how the unit is measured: on its (decode) head, at 127.0.0.1, with the client of the release it ran
+    before (the same bench_serving before and after the upgrade). A PD pair is measured through a router of its own,
+    started for the measurement on the decode head."""
+    heads = unit["heads"]
+    decode = next((h for h in heads if target[h]["recipe"].get("pd_role") == "decode"), heads[0])
+    prefill = next((h for h in heads if target[h]["recipe"].get("pd_role") == "prefill"), None)
+    rec = target[decode]["recipe"]
+    before = previous.get(decode) or target[decode]
+    argv = target[decode]["argv"]
+    out: dict[str, Any] = {"host": decode, "port": rec["port"], "url": f"http://127.0.0.1:{rec['port']}",
+                           "served_model_name": rec.get("served_model_name"),
+                           "model_path": argv[argv.index("--model-path") + 1], "argv": argv,
+                           "client": {"method": before["install"]["method"], "python": before["install"]["python"],
+                                      "image": before["install"].get("image")},
+                           "router": None, "gpus": int(rec["gpus_per_node"]) * int(rec["nodes"]), "skip": []}
+    if prefill:
+        p = target[prefill]
+        out["router"] = {"prefill": f"http://{p['listen_address']}:{p['recipe']['port']}",
+                         "bootstrap_port": p["recipe"].get("bootstrap_port"),
+                         "decode": f"http://127.0.0.1:{rec['port']}"}
+        out["url"] = None  # the measuring router's, on a port the playbook gives (upgrade_measure_router_port)
+        out["skip"] = list(load_catalog().router.get("routes_missing") or [])  # what verify.yml skips on routers
+    return out
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _requires_connection = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        args = validated(self, ARGUMENT_SPEC)
+        dest = Path(args["dest"])
+        broken: dict[str, list[str]] = {}
+        hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
+        if broken:
+            return {**result, "failed": True, "changed": False,
+                    "msg": site_plan.failure_text(broken, len(hostvars))}
+        saved = st.load(dest / "state.json")
+        options = {k: args[k] for k in ("upgrade_from", "upgrade_from_groups", "canary", "wave_by", "batch_size",
+                                        "allow_outage", "retry", "settings")}
+        try:
+            decision = planner.decide(site_plan.plan_site, hostvars, groups, args["node_units"] or {}, saved, options)
+        except (planner.UpgradeRefused, change.ChangeError, waves.WavePlanError) as exc:
+            return {**result, "failed": True, "changed": False, "msg": variables.redact(str(exc))}
+        _write(dest / "CHANGE.md", planner.change_markdown(decision))
+        new_state = decision["state"]
+        if new_state is not None and not self._task.check_mode and decision["status"] in ("start", "resume"):
+            if decision["status"] == "start":
+                st.event(new_state, "-", "started", decision["running_from"])
+            st.save(dest / "state.json", new_state)
+        target, previous = decision["target"]["plans"], decision["previous"]["plans"]
+        by_id = {u["id"]: u for u in decision["units"]}
+        moving = [decision["canary"]] if decision["canary"] else []
+        moving += [by_id[uid] for w in decision["waves"] for uid in w["units"]]
+        units = {}
+        for unit in moving:
+            kept = (new_state or {}).get("units", {}).get(unit["id"], {})
+            entry = {**unit, "pool": pool_entries(unit, target), "measure": measure_target(unit, target, previous),
+                     "phase": kept.get("phase", "pending"), "measured_before": bool(kept.get("before")),
+                     "image_ids": kept.get("image_ids") or {}, "wave": kept.get("wave", 0)}
+            for host in unit["hosts"]:
+                units[host] = entry
+        summary = {h: [c["name"] for c in items] for h, items in decision["changes"].items()}
+        sites = {k: {"plans": decision[k]["plans"], "errors": {}, "monitoring": decision[k].get("monitoring") or {}}
+                 for k in ("target", "previous")}
+        result.update(
+            changed=False, status=decision["status"], target_digest=decision["target_digest"],
+            target_site=sites["target"], previous_site=sites["previous"],
+            canary_hosts=decision["canary"]["hosts"] if decision["canary"] else [],
+            wave_hosts=waves.host_order(decision["waves"]), serial=waves.serial(decision["waves"]) or [1],
+            waves=decision["waves"], routers=decision["routers"], units=units, change=summary,
+            canary=decision["canary"]["id"] if decision["canary"] else "",
+            state_file=str(dest / "state.json"), change_file=str(dest / "CHANGE.md"),
+            msg=f"{decision['status']}: {len(summary)} host(s) change; canary "
+                f"{decision['canary']['id'] if decision['canary'] else '-'}; {len(decision['waves'])} wave(s); "
+                f"{len(decision['routers'])} router(s)")
+        if decision["warnings"]:
+            result["warnings"] = decision["warnings"]
+        return result
