@@ -2,7 +2,8 @@
 
 The descriptions live in roles/<role>/meta/variables.yml as {name: {description, type?, choices?,
 no_log?, elements?, converge_only?}} (converge_only: why the option changes nothing a node gets, only what a
-run does; the site plan leaves it out and the option-effect test does not mutate it); types are inferred from the defaults where not given. Run after changing defaults;
+run does; the site plan leaves it out and the option-effect test does not mutate it); types are inferred from the defaults
+where not given. Run after changing defaults;
 tests/unit/test_roles_contract.py fails when specs and defaults disagree.
 Usage: python tools/write_argument_specs.py roles/<role>
 """
@@ -45,8 +46,8 @@ def main(role_dir: str) -> int:
         for key in ("choices", "no_log"):
             if key in info:
                 opt[key] = info[key]
-        opt["description"] = info["description"] + (f" Converge-only: {info['converge_only']}"
-                                                     if info.get("converge_only") else "")
+        converge = f" Converge-only: {info['converge_only']}" if info.get("converge_only") else ""
+        opt["description"] = info["description"] + converge
         options[name] = opt
     spec = {"argument_specs": {"main": {"short_description": meta["short_description"],
                                         "description": meta["description"], "options": options}}}

@@ -25,8 +25,8 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import pr
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import artifact, inventory_vars
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import (TEMPLATE_DIR, render_all, stale_dirs,
-                                                                                   stale_files)
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import TEMPLATE_DIR, render_all
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import stale_dirs, stale_files
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:

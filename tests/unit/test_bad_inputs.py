@@ -16,10 +16,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import site as site_checker
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.tests.helpers import REAL_X2, ROOT, SYNTH_X8, raw_from_capture
 

@@ -9,7 +9,6 @@ import yaml
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import placement
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as pc
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog

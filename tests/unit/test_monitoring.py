@@ -414,11 +414,11 @@ def _random_doc(rng: Any, depth: int = 0) -> Any:
     if kind == 0:
         return rng.choice([None, True, False, 0, -7, 3.5, 1e20, 2.5e-9, float("inf"), -float("inf"), 10**30])
     if kind < 5:
-        return "".join(rng.choice(_ALPHABET) for _ in range(rng.randrange(0, 8)))
+        return "".join(rng.choice(_ALPHABET) for _round in range(rng.randrange(0, 8)))
     if kind < 7:
-        return {"".join(rng.choice(_ALPHABET) for _ in range(rng.randrange(0, 5))) + f"{i}": _random_doc(rng, depth + 1)
+        return {"".join(rng.choice(_ALPHABET) for _round in range(rng.randrange(0, 5))) + f"{i}": _random_doc(rng, depth + 1)
                 for i in range(rng.randrange(0, 4))}
-    return [_random_doc(rng, depth + 1) for _ in range(rng.randrange(0, 4))]
+    return [_random_doc(rng, depth + 1) for _round in range(rng.randrange(0, 4))]
 
 
 def test_dump_large_reads_back_as_written() -> None:
@@ -428,7 +428,7 @@ def test_dump_large_reads_back_as_written() -> None:
     tabs, trailing spaces, carriage returns)."""
     import random
     rng = random.Random(20261201)
-    for _ in range(5000):
+    for _round in range(5000):
         doc = {"root": _random_doc(rng)}
         text = monitoring.dump_large(doc)
         assert yaml.safe_load(text) == doc, text

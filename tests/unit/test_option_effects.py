@@ -2,7 +2,8 @@
 
 Generated from the roles' meta/argument_specs.yml: each option is set to another valid value site-wide (as a
 group_vars/all would), in a docker site and in a uv site, and the two renders (plan_site + render_all, what
-render.yml writes) are compared (the uv site only where the docker site shows no change). An option that changes nothing in either site and is not marked `converge_only`
+render.yml writes) are compared (the uv site only where the docker site shows no change). An option that changes nothing
+in either site and is not marked `converge_only`
 in its role's meta/variables.yml fails the test, so a new option cannot escape it. Secrets (no_log) never reach
 rendered/ and are left out. The other value of an option comes from its spec (another choice, the other boolean,
 a larger number, one more list item) unless VALUES names one; CONTEXT names the settings an option only works

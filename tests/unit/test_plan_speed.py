@@ -69,7 +69,7 @@ def reference() -> None:
 
 def best_of(n: int, work: Callable[[], Any]) -> float:
     times = []
-    for _ in range(n):
+    for _round in range(n):
         start = time.process_time()
         work()
         times.append(time.process_time() - start)

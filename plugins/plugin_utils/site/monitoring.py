@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import json
+import math
 import re
 from pathlib import PurePosixPath
 from typing import Any
@@ -850,12 +851,12 @@ def _leaf(value: Any) -> str:
 
 def _float(value: float) -> str:
     """A float as YAML 1.1 reads one: a dot before any exponent (`1e+20` would read back as a string)."""
-    if value != value:
+    if math.isnan(value):
         return ".nan"
     if value in (float("inf"), float("-inf")):
         return ".inf" if value > 0 else "-.inf"
     text = repr(value)
-    mantissa, _, exponent = text.partition("e")
+    mantissa, _sep, exponent = text.partition("e")
     if "." not in mantissa:
         mantissa += ".0"
     return f"{mantissa}e{exponent}" if exponent else mantissa

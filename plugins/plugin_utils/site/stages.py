@@ -132,8 +132,9 @@ def nvidia_version(value: Any, branch: int) -> str:
     if not nv.DRIVER_VERSION.match(text):
         raise RecipeError(f"nvidia_driver_version: {text!r} is not a driver version; give the version without a "
                           "package revision, e.g. 580.95.05 (every package is pinned as <version>*)")
-    if text.split(".")[0] != str(branch):
-        raise RecipeError(f"nvidia_driver_version: {text} is in branch {text.split('.')[0]}, not in nvidia_driver_branch "
+    major = text.split(".", maxsplit=1)[0]
+    if major != str(branch):
+        raise RecipeError(f"nvidia_driver_version: {text} is in branch {major}, not in nvidia_driver_branch "
                           f"{branch}; set both to the same branch")
     return text
 
@@ -421,8 +422,8 @@ def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
                          "docker_dropin": bool(s["rdma_docker_dropin"]), "udev_group": str(s["rdma_udev_group"]),
                          "verify": bool(s["rdma_verify"]) and networked, "networked": networked}
     stage["modules"] = modules
-    stage["packages"] = {"install": [str(p) for p in (s["rdma_inbox_packages"] if stack == "inbox"
-                                                       else s["rdma_doca_packages"])]}
+    chosen = s["rdma_inbox_packages"] if stack == "inbox" else s["rdma_doca_packages"]
+    stage["packages"] = {"install": [str(p) for p in chosen]}
     files = stage["files"]
     if stack == "doca":
         osf = node_os(hv)
