@@ -79,7 +79,9 @@ def refusals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
     env = {**os.environ, "ANSIBLE_NOCOLOR": "1", "ANSIBLE_CACHE_PLUGIN": "memory",
            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections")}
     proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", "localhost,", "-c", "local",
-                           "-e", f"ansible_python_interpreter={sys.executable}", str(work / "play.yml")],
+                           "-e", f"ansible_python_interpreter={sys.executable}",
+                           # a host render_plan can plan (it plans the inventory itself): an H200 FP8 server
+                           "-e", "sglang_gpu=h200 sglang_quant=fp8 sglang_strategy=low-latency", str(work / "play.yml")],
                           capture_output=True, text=True, env=env, cwd=work, check=False, timeout=300)
     assert proc.returncode == 0 and out.exists(), (proc.stdout + proc.stderr)[-4000:]
     return json.loads(out.read_text())

@@ -236,3 +236,19 @@ def test_a_server_bound_to_its_own_address_plans_and_is_probed_there() -> None:
     plan = site["plans"]["n"]
     assert plan["health_url"] == "http://10.0.0.5:30000/health"
     assert "--url http://10.0.0.5:30000/health " in plan["files"]["unit"]["content"]
+
+
+def test_an_imex_domain_firewall_admits_its_members_on_nvidias_ports() -> None:
+    """The IMEX table of a two-tray domain: the ports from the tests' vendor facts (NVIDIA's IMEX guide), its header
+    two comment lines (it was written one comment line per character of the domain's name)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site  # noqa: PLC0415
+    imex = yaml.safe_load((ROOT / "tests" / "vendor" / "nvidia.yml").read_text())["imex"]
+    trays = {f"gb{i}": {**FAMILIES["gb300-fp8"], "ansible_host": f"10.0.0.{i}", "nvidia_driver_imex_address": f"10.0.0.{i}",
+                        "nvidia_driver_imex_group": "rack1"} for i in (1, 2)}
+    site = plan_site(trays, {"all": list(trays), "rack1": list(trays)})
+    assert site["errors"] == {}
+    text = site["plans"]["gb1"]["stages"]["driver"]["files"]["imex_firewall"]["content"]
+    comments = [line for line in text.splitlines() if line.startswith("#")]
+    assert len(comments) == 2 and "IMEX domain rack1" in comments[0], comments
+    assert f"tcp dport {{ {imex['server_port']}, {imex['cmd_port']} }} ip saddr != @members_v4 drop" in text
+    assert "elements = { 10.0.0.1, 10.0.0.2 }" in text

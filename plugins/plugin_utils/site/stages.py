@@ -260,8 +260,8 @@ def imex_files(stage: dict[str, Any], host: str, members: list[str], hostvars: d
     on_node(stage, "the IMEX ports", f"SERVER_PORT/IMEX_CMD_PORT of {services['imex']['config']} (NVIDIA's defaults "
             f"{', '.join(map(str, ports))}); the role refuses a node whose file sets others")
     if s["nvidia_driver_imex_firewall"]:
-        ruleset = firewall.members_only(firewall.IMEX, f"IMEX domain {s['nvidia_driver_imex_group'] or host}",
-                                        text.split() if text else None, ports) if text else None
+        domain = s["nvidia_driver_imex_group"] or host
+        ruleset = firewall.imex_ruleset(text.split(), ports, domain) if text else None
         files["imex_firewall"] = file_entry(firewall.IMEX.file, ruleset)
         files["imex_firewall_unit"] = file_entry(f"/etc/systemd/system/{firewall.IMEX.unit}",
                                                  firewall.table_unit(firewall.IMEX))
