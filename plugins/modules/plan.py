@@ -84,8 +84,7 @@ errors:
   returned: always
   type: dict
 monitoring:
-  description: The monitoring hosts' part of the plan (keys hosts, settings_from, warnings, files); what
-    M(metalserve.sglang.render_plan) takes as O(metalserve.sglang.render_plan#module:monitoring).
+  description: The monitoring hosts' part of the plan (keys hosts, settings_from, warnings, files).
   returned: unless the task fails
   type: dict
 artifact:

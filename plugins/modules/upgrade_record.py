@@ -53,7 +53,7 @@ options:
     type: dict
     default: {}
   verify:
-    description: The verify checks' rows (M(metalserve.sglang.verify_rows)), with O(event=measured).
+    description: The verify checks' rows (the P(metalserve.sglang.verify_rows#filter) filter), with O(event=measured).
     type: list
     elements: dict
     default: []

@@ -23,7 +23,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data impor
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site
 from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
-SITES = ["example", "h200-4rack", "gb300", "mi355x", "generated-64", "layered", "airgapped"]
+SITES = ["example", "h200-4rack", "gb300", "mi355x", "generated-64", "layered", "airgapped", "mixed"]
 #: Ansible's own variables (magic and connection settings the plan never reads)
 MAGIC = {"inventory_hostname", "inventory_hostname_short", "groups", "group_names", "hostvars", "omit", "playbook_dir",
          "inventory_dir", "inventory_file", "ansible_version", "ansible_playbook_python", "ansible_config_file",
@@ -74,10 +74,13 @@ def test_the_checker_read_every_command(site: str) -> None:
     for host, plan in planned["plans"].items():
         if plan["role"] not in ("server", "router"):
             continue
-        services = [s for s in by_host[host].services if s.kind == plan["role"]]
-        assert len(services) == 1, (host, [s.unit for s in by_host[host].services])
-        assert services[0].parsed is not None and not services[0].refusal, (host, services[0].refusal)
-        assert services[0].args == plan["argv"] or plan["role"] == "server"
+        services = sorted((s for s in by_host[host].services if s.kind == plan["role"]), key=lambda s: s.unit)
+        # one service per replica on a host of several servers (sglang_replicas), else one
+        wanted = sorted(plan.get("replicas") or [plan], key=lambda r: r["unit"])
+        assert [s.unit.rsplit("/", 1)[-1] for s in services] == [r["unit"] for r in wanted], host
+        for service, replica in zip(services, wanted):
+            assert service.parsed is not None and not service.refusal, (host, service.refusal)
+            assert service.args == replica["argv"], host  # the argv the unit runs, read back from the unit file
 
 
 def test_the_example_sites_hardware_and_files_reach_the_checker() -> None:
