@@ -47,3 +47,24 @@ def secret_env_name(name: object) -> bool:
 def placeholder(value: object) -> bool:
     """Whether a value is the plan's placeholder for a secret the serving role fills on the node."""
     return bool(_rules()[2].match(str(value)))
+
+
+def exposed(doc: object, path: str = "") -> Optional[tuple[str, str, str]]:
+    """The first secret-shaped string in a plan (nested dicts and lists), as (where, kind, the string): what the
+    plan artifact, rendered/ and --diff would show. A file entry of mode 0600 is private and skipped."""
+    if isinstance(doc, str):
+        kind = secret_kind(doc) if not placeholder(doc) else None
+        return (path, kind, doc) if kind else None
+    if isinstance(doc, dict):
+        if doc.get("mode") == "0600" and "content" in doc:
+            return None
+        items: object = doc.items()
+    elif isinstance(doc, (list, tuple)):
+        items = enumerate(doc)
+    else:
+        return None
+    for key, value in items:  # type: ignore[attr-defined]
+        found = exposed(value, f"{path}.{key}" if path else str(key))
+        if found:
+            return found
+    return None

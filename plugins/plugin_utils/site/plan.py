@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import site as site_checker
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import secret_shapes
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import coherence, monitoring, placement, stages, units
@@ -90,6 +91,10 @@ def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
         judged = site_checker.nodes_from_site({"plans": accepted, "monitoring": site_monitoring}, hostvars)
         for host, message in site_checker.check_site(judged):
             errors.setdefault(host, []).append(message)
+        for host, plan in accepted.items():
+            found = secret_shapes.exposed(plan)
+            if found:
+                errors.setdefault(host, []).append(exposure_text(host, found, hostvars.get(host) or {}))
     site["errors"] = {h: _unique(m) for h, m in sorted(errors.items())}
     return site
 
@@ -111,6 +116,19 @@ def warning_lines(plans: dict[str, dict[str, Any]], hosts: Optional[Iterable[str
         else:
             lines.append(f"{len(owners)} hosts ({', '.join(owners[:shown])} and {len(owners) - shown} more): {text}")
     return lines
+
+
+def exposure_text(host: str, found: tuple[str, str, str], hv: dict[str, Any]) -> str:
+    """A secret-shaped value somewhere in a host's plan (a stage's settings, a readable file): where, which variable
+    brought it (the inventory variable whose value holds it, or is held by it), never the value."""
+    where, kind, text = found
+    names = sorted(name for name, value in hv.items() if isinstance(value, (str, dict, list)) and value
+                   and (str(value) in text or text in str(value)))
+    source = f" (from {', '.join(names[:3])})" if names else ""
+    return (f"{host}'s plan holds {kind} at {where}{source}: the plan artifact (rendered/plan.json), rendered/ and "
+            "--diff would show it. Give a credential through its own secret variable (vaulted: sglang_hf_token, "
+            "sglang_api_key, sglang_install_registry_password) or a file on the node, never inside a URL or a "
+            "setting")
 
 
 def _unique(messages: list[str]) -> list[str]:
