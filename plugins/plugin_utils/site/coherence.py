@@ -251,10 +251,57 @@ def vendor_settings(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[s
 
 def site_problems(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]],
                   groups: dict[str, list[str]], errors: dict[str, list[str]]) -> list[Problem]:
-    del groups  # the plans already hold the members and workers they were made from
     problems: list[Problem] = []
+    problems += list(two_racks(hostvars, groups))
+    problems += list(lost_router(plans, hostvars))
     problems += list(instances(plans, hostvars, errors))
     problems += list(machines(plans, hostvars))
     problems += list(node_stacks(plans, errors))
     problems += list(vendor_settings(plans, hostvars))
     return problems
+
+
+def _shared(hosts: list[str], hostvars: dict[str, dict[str, Any]], key: str) -> Any:
+    """The one value of `key` every host of a group holds (None when they differ or none sets it)."""
+    values = {repr(hostvars.get(h, {}).get(key)) for h in hosts}
+    return hostvars[hosts[0]].get(key) if len(values) == 1 else None
+
+
+def two_racks(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> Iterator[Problem]:
+    """A host left in two rack groups: Ansible merges both groups' variables and the later group wins, silently
+    (the host takes the other rack's recipe). A rack group is one whose other hosts (two or more) all share one
+    sglang_rack; a host in two of them with different racks is refused, naming both."""
+    by_host: dict[str, list[tuple[str, Any]]] = defaultdict(list)
+    for group, members in sorted(groups.items()):
+        hosts = sorted({str(h) for h in members if str(h) in hostvars})
+        if group in ("all", "ungrouped") or len(hosts) < 3:
+            continue
+        for host in hosts:
+            others = [h for h in hosts if h != host]
+            rack = _shared(others, hostvars, "sglang_rack")
+            if rack is not None:
+                by_host[host].append((group, rack))
+    for host, seen in sorted(by_host.items()):
+        racks = {repr(r) for _g, r in seen}
+        if len(racks) > 1:
+            named = ", ".join(f"{g} (its other hosts: sglang_rack {r})" for g, r in seen)
+            yield host, (f"{host} is in two racks' groups: {named}; Ansible merges both groups' variables and one "
+                         f"silently wins (here sglang_rack {hostvars[host].get('sglang_rack')}, with that group's "
+                         "recipe). Remove it from the group of the rack it left")
+
+
+def lost_router(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]) -> Iterator[Problem]:
+    """A router host that another group turned into something else (a monitoring group's sglang_role: none wins
+    over the routers' group by name order): it still carries a router's own setting, set for it and not for the
+    whole site, and no router runs there."""
+    pools = {repr(hv.get("sglang_router_workers_group")) for hv in hostvars.values()}
+    if len(pools) < 2:  # set site-wide (or nowhere): it says nothing of one host
+        return
+    for host, plan in sorted(plans.items()):
+        pool = hostvars.get(host, {}).get("sglang_router_workers_group")
+        if plan.get("role") != "router" and pool:
+            yield host, (f"{host} sets sglang_router_workers_group ({pool}), a router's setting, but its "
+                         f"sglang_role is {hostvars[host].get('sglang_role', plan.get('role'))!r}: another of its "
+                         "groups overrode the router role (group variables merge by group name), and no router "
+                         "would run there. Keep a router out of groups that set sglang_role, or set sglang_role: "
+                         "router in its host_vars")
