@@ -51,6 +51,16 @@ class _Clock:
         self._last = now
 
 
+def inside_inventory(dest: Path, sources: list[Any]) -> str:
+    """The inventory directory `dest` lies in (Ansible reads every file of an inventory directory), or ""."""
+    where = Path(os.path.abspath(os.path.expanduser(str(dest))))
+    for source in sources:
+        folder = Path(os.path.abspath(os.path.expanduser(str(source))))
+        if folder.is_dir() and (where == folder or folder in where.parents):
+            return str(folder)
+    return ""
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -70,6 +80,11 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         args = validated(self, ARGUMENT_SPEC)
         dest = Path(args["dest"])
+        inside = inside_inventory(dest, task_vars.get("ansible_inventory_sources") or [])
+        if inside:
+            raise AnsibleActionFail(f"dest {dest} is inside the inventory {inside}: Ansible would read rendered/ back "
+                                    "as inventory on the next run (and run its executable files, docker-run.sh, as "
+                                    "inventory scripts); give sglang_render_dir a folder outside it")
         template_dir = Path(args["template_dir"] or TEMPLATE_DIR)
         inventory = Path(str(task_vars.get("inventory_dir") or "inventory")).name
         site_monitoring: dict[str, Any] = {}

@@ -143,3 +143,16 @@ def test_missing_and_mistyped_arguments_read_as_ansible_writes_them(refusals: di
         "argument 'fail_on_error' is of type str and we were unable to convert to bool: ")
     assert refusals["weights_wait-type"]["msg"].startswith(
         "argument 'poll' is of type str and we were unable to convert to int: ")
+
+
+def test_a_render_folder_inside_the_inventory_is_refused(tmp_path: Path) -> None:
+    """Ansible reads every file of an inventory directory, and runs the executable ones as inventory scripts: an
+    operator trial's second render.yml ran rendered/<host>/docker-run.sh on the controller."""
+    from ansible_collections.metalserve.sglang.plugins.action.render_plan import inside_inventory  # noqa: PLC0415
+    inventory = tmp_path / "site"
+    inventory.mkdir()
+    assert inside_inventory(inventory / "rendered", [str(inventory)]) == str(inventory)
+    assert inside_inventory(inventory, [str(inventory)]) == str(inventory)
+    assert inside_inventory(tmp_path / "rendered", [str(inventory)]) == ""
+    (tmp_path / "hosts.ini").write_text("n\n")
+    assert inside_inventory(tmp_path / "rendered", [str(tmp_path / "hosts.ini")]) == ""  # a file inventory
