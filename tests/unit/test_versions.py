@@ -87,6 +87,19 @@ def test_default_release_follows_the_install_method_and_image() -> None:
     assert recipe({**amd, "install_method": "uv"})["args"].count("--cuda-graph-max-bs-decode") == 1
 
 
+
+def test_a_release_pinned_over_a_moving_tag_is_warned_about() -> None:
+    """sglang_version set and the image a moving tag (:latest, as the cookbook's H200 image): the command is checked
+    against that release's parser while the node runs whatever the tag holds (an operator trial found no word)."""
+    h200 = {"gpu": "h200", "quant": "fp8", "strategy": "low-latency", "install_method": "docker"}
+    floating = recipe({**h200, "sglang_version": "0.5.13.post1", "image": "lmsysorg/sglang:latest"})
+    assert any("is a tag that moves" in w and "0.5.13.post1" in w for w in floating["warnings"]), floating["warnings"]
+    pinned = recipe({**h200, "sglang_version": "0.5.23", "image": "lmsysorg/sglang@sha256:" + "c" * 64})
+    assert not any("is a tag that moves" in w for w in pinned["warnings"])
+    named = recipe({**h200, "image": "lmsysorg/sglang:v0.5.23-cu129"})
+    assert not any("is a tag that moves" in w for w in named["warnings"])
+
+
 def test_flag_tables_agree_with_the_feature_list() -> None:
     versions = load_catalog().versions
     old, new = flag_table("0.5.13.post1"), flag_table("0.5.23")

@@ -192,6 +192,10 @@ def resolve_release(catalog: Catalog, model: Model, sel: dict[str, Any]) -> tupl
             raise RecipeError(f"sglang_version: {sel['sglang_version']} contradicts {source} {image}, which holds "
                               f"SGLang {named}; the command must be rendered for the release that runs it. Drop "
                               f"sglang_version (the image's {named} is used), or set an sglang_image of {wanted}")
+        if image and sel["install_method"] == "docker" and not named and "@" not in image:
+            warnings.append(f"image {image} names no SGLang release and is a tag that moves: the node runs whatever "
+                            f"it holds when pulled, while the command was checked against SGLang {wanted}'s parser "
+                            f"(sglang_version). Pin sglang_image to the tag or digest of {wanted}")
         return wanted, image, warnings
     if sel["install_method"] == "uv":
         return pinned, image, warnings
