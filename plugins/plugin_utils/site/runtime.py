@@ -72,6 +72,16 @@ def secret_options() -> frozenset[str]:
     return frozenset(out)
 
 
+@functools.lru_cache(maxsize=1)
+def secret_variables() -> frozenset[str]:
+    """Every variable whose value is a secret: data/variables.yml's `secret: true` ones and every role option its
+    argument spec marks no_log (the plan artifact and the upgrade state record only whether they are set)."""
+    doc = yaml_read.safe_load((ROOT / "data" / "variables.yml").read_text(encoding="utf-8")) or {}
+    names = {name for section in doc.values() if isinstance(section, dict)
+             for name, spec in section.items() if isinstance(spec, dict) and spec.get("secret")}
+    return frozenset(names | set(secret_options()))
+
+
 @functools.lru_cache(maxsize=None)
 def converge_only() -> frozenset[str]:
     """Role settings that change nothing a node gets, only what a run does (a check's threshold, a timeout, whether a

@@ -20,13 +20,10 @@ import difflib
 import functools
 import hashlib
 import json
-from pathlib import Path
 from typing import Any, Callable
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import render, runtime
 
-ROOT = Path(__file__).resolve().parents[3]
 MASK = "<secret kept out of the upgrade state>"
 #: the stages upgrade.yml moves; a target that changes another one (driver, rdma, runtime) belongs to site.yml
 #: or nvidia_driver_upgrade.yml
@@ -49,10 +46,7 @@ class ChangeError(ValueError):
 def secret_names() -> frozenset[str]:
     """Variables whose values never enter the upgrade state: data/variables.yml's `secret: true` ones and every
     role option its argument spec marks no_log."""
-    doc = yaml_read.safe_load((ROOT / "data" / "variables.yml").read_text(encoding="utf-8")) or {}
-    names = {name for section in doc.values() if isinstance(section, dict)
-             for name, spec in section.items() if isinstance(spec, dict) and spec.get("secret")}
-    return frozenset(names | set(runtime.secret_options()))
+    return runtime.secret_variables()
 
 
 def masked(hostvars: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
