@@ -45,14 +45,17 @@ def pool_entries(unit: dict[str, Any], plans: dict[str, dict[str, Any]]) -> list
                 continue
             url = rp["workers"][rp["worker_hosts"].index(head)]
             role = plans[head]["recipe"].get("pd_role") or "regular"
-            out.append({"router": router, "router_port": rp["port"], "url": url, "head": head, "worker_type": role,
+            # the router's API where it binds (its health URL's base: 127.0.0.1 when it binds every address)
+            base = str(rp.get("health_url") or f"http://127.0.0.1:{rp['port']}/health").removesuffix("/health")
+            out.append({"router": router, "router_port": rp["port"], "router_base": base, "url": url, "head": head,
+                        "worker_type": role,
                         "bootstrap_port": plans[head]["recipe"].get("bootstrap_port") if role == "prefill" else None})
     return out
 
 
 def measure_target(unit: dict[str, Any], target: dict[str, dict[str, Any]],
                    previous: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Where and how the unit is measured: on its (decode) head, at 127.0.0.1, with the client of the release it ran
+    """Where and how the unit is measured: on its (decode) head, at the address it binds, with the client of the release it ran
     before (the same bench_serving before and after the upgrade). A PD pair is measured through a router of its own,
     started for the measurement on the decode head."""
     heads = unit["heads"]
@@ -61,7 +64,8 @@ def measure_target(unit: dict[str, Any], target: dict[str, dict[str, Any]],
     rec = target[decode]["recipe"]
     before = previous.get(decode) or target[decode]
     argv = target[decode]["argv"]
-    out: dict[str, Any] = {"host": decode, "port": rec["port"], "url": f"http://127.0.0.1:{rec['port']}",
+    local = str(target[decode].get("health_url") or f"http://127.0.0.1:{rec['port']}/health").removesuffix("/health")
+    out: dict[str, Any] = {"host": decode, "port": rec["port"], "url": local,
                            "served_model_name": rec.get("served_model_name"),
                            "model_path": argv[argv.index("--model-path") + 1], "argv": argv,
                            "client": {"method": before["install"]["method"], "python": before["install"]["python"],
@@ -71,7 +75,7 @@ def measure_target(unit: dict[str, Any], target: dict[str, dict[str, Any]],
         p = target[prefill]
         out["router"] = {"prefill": f"http://{p['listen_address']}:{p['recipe']['port']}",
                          "bootstrap_port": p["recipe"].get("bootstrap_port"),
-                         "decode": f"http://127.0.0.1:{rec['port']}"}
+                         "decode": local}
         out["url"] = None  # the measuring router's, on a port the playbook gives (upgrade_measure_router_port)
         out["skip"] = list(load_catalog().router.get("routes_missing") or [])  # what verify.yml skips on routers
     return out

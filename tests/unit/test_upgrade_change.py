@@ -192,3 +192,32 @@ def test_promoting_counts_the_units_hosts_as_moved() -> None:
     st.set_phase(state, "glm-5.3@n2", "promoted")
     assert state["running"]["n2"]["sglang_version"] == NEW and state["running"]["n3"]["sglang_version"] == OLD
     assert state["running"]["n2"]["sglang_api_key"] == change.MASK
+
+
+def test_servers_bound_to_their_address_are_measured_and_drained_there() -> None:
+    """A server with sglang_host set answers on that address only (the review found upgrade.yml asking 127.0.0.1):
+    the measured URL and the router's pool entries follow the plans' health URLs. Expected URLs written by hand."""
+    from ansible_collections.metalserve.sglang.plugins.action import upgrade_plan as up  # noqa: PLC0415
+    hv, groups = site()
+    for i in (1, 2, 3):
+        hv[f"n{i}"]["sglang_host"] = f"10.0.0.{i}"
+    planned = plan_site(hv, groups)
+    assert planned["errors"] == {}
+    plans = planned["plans"]
+    unit = {"heads": ["n2"], "routers": ["r"], "hosts": ["n2"]}
+    measured = up.measure_target(unit, plans, plans)
+    assert measured["url"] == "http://10.0.0.2:30000"
+    [entry] = up.pool_entries(unit, plans)
+    assert entry["url"] == "http://10.0.0.2:30000" and entry["router_base"] == "http://127.0.0.1:8000"
+
+
+def test_hosts_of_several_servers_are_refused_by_name() -> None:
+    """sglang_replicas: a host runs several units; upgrade.yml drains, measures and rolls back one per host, so it
+    refuses such a site instead of moving replicas it does not watch (the review found replica 0 only drained)."""
+    hv, groups = site()
+    hv["q"] = {"sglang_gpu": "h200", "sglang_model": "qwen3.8-27b", "sglang_replicas": 2, "sglang_install_method": "uv",
+               "ansible_host": "10.0.0.7", "sglang_model_path": "/srv/models/qwen"}
+    groups = {**groups, "all": sorted(hv)}
+    assert plan_site(hv, groups)["errors"] == {}
+    with pytest.raises(planner.UpgradeRefused, match=r"^q run several servers \(sglang_replicas\)"):
+        planner.decide(plan_site, hv, groups, {}, None, {"canary": "", "wave_by": "rack", "batch_size": 1})

@@ -55,6 +55,12 @@ def decide(plan_site: PlanSite, inventory: dict[str, dict[str, Any]], groups: di
         source = "the inventory (no state and no upgrade_from: the nodes must already run it)"
     recorded = {h: recorded.get(h, target_inputs[h]) for h in target_inputs}  # hosts new to the inventory
     target = change.plan_both(plan_site, target_inputs, groups, "target")
+    several = sorted(h for h, p in target["plans"].items() if len(p.get("replicas") or []) > 1)
+    if several:
+        raise UpgradeRefused(f"{', '.join(several[:8])}{' and more' if len(several) > 8 else ''} run several servers "
+                             "(sglang_replicas): upgrade.yml moves one serving unit per host and cannot yet drain, "
+                             "measure and roll back each replica; upgrade those hosts with site.yml (--limit) and "
+                             "rolling_restart.yml, or set upgrade_from only for a site without replicas")
     first = change.plan_both(plan_site, recorded, groups, "running")
     inputs, refused = change.pick_running(first["plans"], target["plans"], node_units, recorded, target_inputs)
     if refused:
