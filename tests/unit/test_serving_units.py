@@ -252,3 +252,13 @@ def test_an_imex_domain_firewall_admits_its_members_on_nvidias_ports() -> None:
     assert len(comments) == 2 and "IMEX domain rack1" in comments[0], comments
     assert f"tcp dport {{ {imex['server_port']}, {imex['cmd_port']} }} ip saddr != @members_v4 drop" in text
     assert "elements = { 10.0.0.1, 10.0.0.2 }" in text
+
+
+def test_an_image_that_names_no_vendor_is_not_called_cuda() -> None:
+    """A site's own registry path or a digest says nothing of the vendor: the checker refuses only images that name
+    the other vendor (an operator trial's mirrored ROCm image was refused as "a CUDA image")."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site  # noqa: PLC0415
+    for image in ("registry.internal/ml/sglang:prod-2026w20", "registry.internal/ml/sglang@sha256:" + "a" * 64):
+        site = plan_site({"n": {**FAMILIES["mi355x-fp8"], "sglang_image": image, "sglang_version": "0.5.13.post1"}},
+                         {"all": ["n"]})
+        assert not [m for m in site["errors"].get("n", []) if "CUDA image" in m], (image, site["errors"])

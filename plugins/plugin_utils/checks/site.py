@@ -1095,12 +1095,23 @@ def check_vendor(node: Node) -> Iterable[Problem]:
         if svc.kind != "server":
             continue
         if svc.docker:
-            mark = vendors["amd"]["image_mark"]
-            rocm = mark in svc.docker.image.lower()
-            if node.vendor == "amd" and not rocm:
+            image = svc.docker.image.lower()
+            rocm = vendors["amd"]["image_mark"] in image
+            repo = image.split("@", 1)[0]
+            repo = repo.rsplit(":", 1)[0] if ":" in repo.rsplit("/", 1)[-1] else repo
+            cuda = not rocm and (repo in (vendors["nvidia"].get("image_repos") or [])
+                                 or any(m in image for m in vendors["nvidia"].get("image_marks") or []))
+            if node.vendor == "amd" and cuda:
                 yield node.host, (f"{svc.name} runs {svc.docker.image}, a CUDA image, on an {_hardware(node)} node; "
                                   "AMD nodes run a ROCm image (the cookbook's lmsysorg/sglang-rocm for the GPU: unset a "
                                   "site-wide sglang_image for AMD racks, or set their own)")
+            families = vendors["amd"].get("image_arch") or {}
+            want = families.get(str(node.gpu or ""))
+            built = [f for f in sorted(set(families.values())) if f in image]
+            if node.vendor == "amd" and rocm and want and built and want not in built:
+                yield node.host, (f"{svc.name} runs {svc.docker.image}, a ROCm image built for {'/'.join(built)}, on "
+                                  f"an {_hardware(node)} node, which needs a {want} image (SGLang's ROCm images are "
+                                  "built per GPU family); use the cookbook's image for the GPU")
             if node.vendor == "nvidia" and rocm:
                 yield node.host, (f"{svc.name} runs {svc.docker.image}, a ROCm image, on an {_hardware(node)} "
                                   "node; NVIDIA nodes run a CUDA image (lmsysorg/sglang)")

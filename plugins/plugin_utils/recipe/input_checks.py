@@ -28,10 +28,16 @@ def check_install_method(sel: dict[str, Any]) -> None:
 def check_env(sel: dict[str, Any]) -> None:
     for name in sel.get("env") or {}:
         if secret_env_name(name):
-            home = SECRET_HOME.get(str(name).upper(), "sglang_hf_token or sglang_api_key")
-            raise RecipeError(f"sglang_env: {name} looks like a secret; sglang_env is rendered into the plan and "
-                              f"shown in diffs. Put it in {home} (vault it), which reaches only the 0600 environment "
-                              "file")
+            home = SECRET_HOME.get(str(name).upper())
+            if home:
+                raise RecipeError(f"sglang_env: {name} looks like a secret; sglang_env is rendered into the plan and "
+                                  f"shown in diffs. Put it in {home} (vault it), which reaches only the 0600 "
+                                  "environment file")
+            raise RecipeError(f"sglang_env: {name} looks like a secret; sglang_env is rendered into the plan and shown "
+                              "in diffs. The collection carries two secrets itself, the Hugging Face token "
+                              "(sglang_hf_token) and the server's API key (sglang_api_key); any other stays out of "
+                              "the inventory's plain values: write it on the node in a 0600 file of your own and "
+                              "add it with a systemd drop-in (EnvironmentFile=) for the serving unit")
 
 
 def _looks_relative(path: str) -> bool:
