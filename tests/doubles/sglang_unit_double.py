@@ -10,8 +10,9 @@ It reads the unit file the collection wrote (/etc/systemd/system/<name>), takes 
 venv /opt/sglang/venvs/<release>/bin/sglang, or the image of a docker unit), --host, --port and --served-model-name,
 and starts the double on that address, reporting that release as its version. How a release behaves is the test's
 choice: /etc/metalserve-test/double-rules.json holds [{"match": "<text in the ExecStart line>", "args": [...]}] (with
-"host": "<name>", a rule holds on that container only); the first rule whose text the line contains adds its arguments (e.g. ["--tpot-ms", "20"] for a slower release, or
-["--mode", "unhealthy"] for one that never answers /health; later arguments win). No rule: 50 ms to the first token,
+"host": "<name>", a rule holds on that container only); the first rule whose text the line contains adds its
+arguments (e.g. ["--tpot-ms", "20"] for a slower release, or ["--mode", "unhealthy"] for one that never answers
+/health; later arguments win). No rule: 50 ms to the first token,
 5 ms per token after it, healthy.
 """
 from __future__ import annotations
