@@ -71,8 +71,26 @@ def test_secrets_count_by_presence_and_never_reach_the_artifact() -> None:
                               [])
     assert without["digest"] != one["digest"] and emptied["digest"] != one["digest"]
     assert art.changes(one, without) == ["sglang_hf_token unset now (set when the artifact was made)"]
-    text = art.dump(made())
-    assert "hf_secret_one" not in text and "reg_secret_two" not in text
+
+
+def test_a_real_sites_artifact_holds_no_secret_value() -> None:
+    """plan_site's own plans (not stubs) of a docker site with every secret the collection carries set: none of the
+    values is anywhere in the artifact's text, and the artifact still applies (the review found the old test's
+    plans were stubs that could not hold a secret)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site  # noqa: PLC0415
+    secrets = {"sglang_hf_token": "hf_SECRETvalueONE1234", "sglang_api_key": "sk-SECRETvalueTWO5678",
+               "sglang_install_registry_password": "SECRETvalueTHREE9012"}
+    hv = {f"n{i}": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "low-latency",
+                    "sglang_install_method": "docker", "sglang_image": "lmsysorg/sglang:v0.5.23-cu129",
+                    "sglang_install_registry_username": "puller", "ansible_host": f"10.0.0.{i}", **secrets} for i in (1, 2)}
+    groups = {"all": sorted(hv)}
+    site = plan_site(hv, groups)
+    assert site["errors"] == {}
+    text = art.dump(art.make(site, hv, groups, COLLECTION))
+    assert "<secret: sglang_hf_token>" in text or "hf_token" in text  # the plans do speak of the token
+    for value in secrets.values():
+        assert value not in text
+    assert art.verify(json.loads(text), hv, groups, ["n1"], COLLECTION, whole_inventory=False) == []
 
 
 def test_playbook_settings_are_not_inputs() -> None:

@@ -632,8 +632,9 @@ def used_gpus(node: Node, svc: Service) -> tuple[Optional[list[str]], list[str]]
         layout = f"--tp-size {tp}" + (f" x --pp-size {pp}" if pp != 1 else "") + (f" / --nnodes {nodes}" if nodes != 1 else "")
         problems.append(f"{svc.name} needs {need} GPUs ({layout}"
                         f"{', from GPU ' + str(base) if base else ''}) but sees {len(visible)}"
-                        f"{' (' + ', '.join(visible) + ')' if visible else ''}; give it {need} GPUs (unset the "
-                        "*_VISIBLE_DEVICES mask or widen it, or lower the TP size)")
+                        f"{' (' + ', '.join(visible) + ')' if visible else ''}; give it {need} GPUs ("
+                        f"{'lower --base-gpu-id, ' if base else ''}widen or unset the *_VISIBLE_DEVICES mask "
+                        "(sglang_env; sglang_replica_gpus for replicas), or lower the TP size)")
         return [visible[p] for p in picks if p < len(visible)], problems
     nodes = int(svc.value("--nnodes", 1))
     if nodes > 1 and need < len(visible):
