@@ -124,7 +124,7 @@ class Lab:
 
 
 def recap(out: str) -> dict[str, str]:
-    return {h: line for h, line in re.findall(r"^(\S+)\s+: (ok=.*)$", out, re.M)}
+    return dict(re.findall(r"^(\S+)\s+: (ok=.*)$", out, re.M))
 
 
 def expect_release(node: dict[str, Any], release: str) -> None:

@@ -38,7 +38,7 @@ def main() -> int:
             if converge.returncode:
                 raise SystemExit(f"site.yml failed on {name}")
             walls, recaps = [], ""
-            for _ in range(3):
+            for _round in range(3):
                 start = time.monotonic()
                 run = lab.run_ansible(["ansible-playbook", "-i", str(inv), "playbooks/upgrade.yml", "-e",
                                        f"upgrade_dir={lab.lab_dir(name)}/upgrade"], quiet=True)
