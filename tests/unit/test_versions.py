@@ -87,7 +87,6 @@ def test_default_release_follows_the_install_method_and_image() -> None:
     assert recipe({**amd, "install_method": "uv"})["args"].count("--cuda-graph-max-bs-decode") == 1
 
 
-
 def test_a_release_pinned_over_a_moving_tag_is_warned_about() -> None:
     """sglang_version set and the image a moving tag (:latest, as the cookbook's H200 image): the command is checked
     against that release's parser while the node runs whatever the tag holds (an operator trial found no word)."""
