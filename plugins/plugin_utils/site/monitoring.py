@@ -820,7 +820,28 @@ def _scalar(value: str) -> str:
              and ": " not in value and " #" not in value and not value.endswith(":")
              and value[:1] not in "[{*&!|>%@`" and not value.startswith(("- ", "? ")) and value not in ("-", "?", ":")
              and _reads_as(value))
-    return value if plain else json.dumps(value, ensure_ascii=not value.isprintable())
+    return value if plain else _quoted(value)
+
+
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\x00": "\\0"}
+
+
+def _quoted(value: str) -> str:
+    """A YAML double-quoted scalar: printable characters as they are, the rest escaped the way YAML reads them
+    (\\xNN, \\uNNNN, and \\UNNNNNNNN beyond the BMP: JSON's surrogate pairs read back as two characters)."""
+    out = []
+    for char in value:
+        if char in _ESCAPES:
+            out.append(_ESCAPES[char])
+        elif char.isprintable() and char not in "\u2028\u2029\x85\ufeff":
+            out.append(char)
+        elif ord(char) < 0x100:
+            out.append(f"\\x{ord(char):02x}")
+        elif ord(char) < 0x10000:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(f"\\U{ord(char):08x}")
+    return '"' + "".join(out) + '"'
 
 
 _RESOLVER = yaml.resolver.Resolver()
