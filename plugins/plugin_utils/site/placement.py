@@ -279,6 +279,12 @@ def fabric_for(host: str, hv: HostVars, selection: dict[str, Any]) -> tuple[dict
     return selection, settings
 
 
+def is_networked(members: list[str], pd_role: Any) -> bool:
+    """Whether a server talks to other nodes while it serves (a multi-node instance, or a PD half moving KV): what
+    RDMA, its verification and the network environment follow. The one owner of that rule."""
+    return len(members) > 1 or bool(pd_role)
+
+
 def rdma_present(hv: HostVars, networked: bool) -> bool:
     """Whether the node has RDMA devices to hand to SGLang (from fabric_facts), else assumed for networked
     instances (listed under `resolved` with the fabric until the facts are gathered)."""
@@ -321,8 +327,7 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
                           "model's terms on the Hub with that account")
     instance = instance_name(hv, rec, members)
     install = runtime.install_spec(hv, b.sel["install_method"], rec["sglang_version"], rec["image"])
-    networked = len(members) > 1 or bool(rec["pd_role"])
-    rdma = rdma_present(hv, networked)
+    rdma = rdma_present(hv, is_networked(members, rec["pd_role"]))
     plan = {
         "host": host,
         "role": "server",

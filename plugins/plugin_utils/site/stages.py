@@ -417,7 +417,7 @@ def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
         raise RecipeError(f"rdma_peermem: nvidia_peermem is NVIDIA's GPUDirect module; {host} is an "
                           f"{plan.get('vendor')} node. Leave rdma_peermem at auto")
     modules = [str(m) for m in s["rdma_modules"]] + (["nvidia_peermem"] if peermem else [])
-    networked = len(plan["members"]) > 1 or bool(plan["recipe"].get("pd_role"))
+    networked = placement.is_networked(plan["members"], plan["recipe"].get("pd_role"))
     stage["settings"] = {"stack": stack, "peermem": bool(peermem), "memlock_unlimited": bool(s["rdma_memlock_unlimited"]),
                          "docker_dropin": bool(s["rdma_docker_dropin"]), "udev_group": str(s["rdma_udev_group"]),
                          "verify": bool(s["rdma_verify"]) and networked, "networked": networked}

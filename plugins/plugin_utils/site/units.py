@@ -95,7 +95,7 @@ def container_name(plan: dict[str, Any]) -> str:
 
 
 def networked(plan: dict[str, Any]) -> bool:
-    return len(plan["members"]) > 1 or bool(plan["recipe"].get("pd_role"))
+    return placement.is_networked(plan["members"], plan["recipe"].get("pd_role"))
 
 
 def docker_run(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> list[str]:
