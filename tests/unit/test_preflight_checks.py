@@ -194,14 +194,16 @@ def test_amd_mi355x_holds_fp8_and_bf16() -> None:
         assert r.problems == [], r.problems
 
 
-def test_vram_check_on_a_site_recipe() -> None:
-    big = [{"id": "glm-5.3", "cells": [{"gpu": "h200", "quant": "bf16", "strategy": "balanced", "nodes": 1,
-                                        "flags": {"--tp-size": 8}}]}]
-    r = run({"n": {"sglang_gpu": "h200", "sglang_quant": "bf16", "sglang_recipes": big}}, {"n": node(X8, staged=True)},
-            "n")
+def test_vram_check_against_the_memory_the_node_reports() -> None:
+    """The plan judges a checkpoint against the GPU's memory in data/gpus.yml (site coherence: the bf16 weights on one
+    H200 node are refused before any node is read); preflight judges it against what the node's GPUs report, here
+    80 GiB each (a node that is not the H200 the inventory says)."""
+    small = {**X8, "memory_mib_per_gpu": 81920}
+    r = run({"n": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput"}},
+            {"n": node(small, staged=True)}, "n")
     assert [p.split(" Fix:")[0] for p in r.problems] == [
-        "the bf16 checkpoint (zai-org/GLM-5.3-BF16, ~1510 GB) needs ~1661 GB of GPU memory with 10% headroom; 8 GPU(s) "
-        "x 151 GB give 1206 GB."]
+        "the fp8 checkpoint (zai-org/GLM-5.3, ~755 GB) needs ~831 GB of GPU memory with 10% headroom; 8 GPU(s) "
+        "x 86 GB give 687 GB."]
 
 
 def test_disk_uses_the_mount_holding_the_path() -> None:

@@ -74,8 +74,10 @@ def test_docker_replicas_get_a_quoted_device_list() -> None:
 
 
 def test_amd_replicas_take_hip_visible_devices_and_keep_the_device_nodes() -> None:
+    # GLM-5.3 FP8 (~755 GB) does not fit two GPUs: a smaller checkpoint (a site recipe's own)
     recipe = [{"id": "glm-5.3", "cells": [{"gpu": "mi355x", "quant": "fp8", "strategy": "balanced", "nodes": 1,
-                                           "verified": True, "flags": {"--tp-size": 2}}]}]
+                                           "verified": True, "flags": {"--tp-size": 2}}],
+               "checkpoints": {"fp8": {"id": "zai-org/GLM-5.3", "size_gb": 300}}}]
     site = planned({"a1": {"sglang_gpu": "mi355x", "sglang_quant": "fp8", "sglang_strategy": "balanced",
                            "sglang_recipes": recipe, "sglang_replicas": 4, "sglang_install_method": "docker",
                            "ansible_host": "10.0.2.1"}})

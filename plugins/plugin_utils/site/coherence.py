@@ -253,6 +253,7 @@ def site_problems(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str
                   groups: dict[str, list[str]], errors: dict[str, list[str]]) -> list[Problem]:
     problems: list[Problem] = []
     problems += list(two_racks(hostvars, groups))
+    problems += list(weights_fit(plans))
     problems += list(lost_router(plans, hostvars))
     problems += list(instances(plans, hostvars, errors))
     problems += list(machines(plans, hostvars))
@@ -305,3 +306,35 @@ def lost_router(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, 
                          "groups overrode the router role (group variables merge by group name), and no router "
                          "would run there. Keep a router out of groups that set sglang_role, or set sglang_role: "
                          "router in its host_vars")
+
+
+#: the share of an instance's GPU memory its weights may take and leave the KV cache room (the rule the recipes'
+#: own "why not" uses: engine._why_not)
+WEIGHTS_SHARE = 0.85
+
+
+def weights_fit(plans: dict[str, dict[str, Any]]) -> Iterator[Problem]:
+    """The checkpoint over the GPUs the final command shards it on (--tp-size x --pp-size, whatever set them: a
+    recipe, sglang_extra_args, a site recipe) must leave room for the KV cache, or SGLang stops while loading."""
+    gpus = load_catalog().gpus
+    for host, plan in sorted(plans.items()):
+        if plan.get("role") != "server" or not plan.get("head"):
+            continue
+        rec = plan["recipe"]
+        size, platform = rec.get("checkpoint_size_gb"), gpus.get(str(rec.get("gpu") or ""))
+        vram = (platform or {}).get("vram_gb")
+        if not size or not vram:
+            continue
+        flags = _flags(plan.get("argv") or [])
+        try:
+            tp, pp = int(flags.get("--tp-size") or 1), int(flags.get("--pp-size") or 1)
+        except ValueError:
+            continue  # the parser's own check says what is wrong with the number
+        capacity = vram * tp * pp
+        if size > WEIGHTS_SHARE * capacity:
+            layout = f"--tp-size {tp}" + (f" x --pp-size {pp}" if pp != 1 else "")
+            yield host, (f"the ~{size} GB {rec.get('quant')} weights ({rec.get('checkpoint')}) sharded over "
+                         f"{tp * pp} GPU(s) ({layout}) take more than {WEIGHTS_SHARE:.0%} of their "
+                         f"{capacity:g} GB ({vram:g} GB each): no room is left for the KV cache and SGLang stops "
+                         "while loading. Keep the recipe's TP size, add nodes, or choose a smaller precision "
+                         "(sglang_quant)")
