@@ -60,6 +60,10 @@ def check_env(env: dict[str, Any], variable: str = "sglang_env") -> None:
         text = str(value)
         if "\n" in text or "\r" in text or text[:1] in ("'", '"'):
             raise RecipeError(f"{variable}.{key}: values cannot hold newlines or start with a quote (got {text!r})")
+        if "\\" in text or text != text.strip():
+            raise RecipeError(f"{variable}.{key}: {text!r} holds a backslash or leading/trailing spaces, which "
+                              "systemd's EnvironmentFile (uv servers) reads as escapes and trims while docker "
+                              "--env-file keeps them: one value would reach the two kinds of server differently")
 
 
 def secret_lines(plan: dict[str, Any], secrets: dict[str, str] | None) -> list[str]:
