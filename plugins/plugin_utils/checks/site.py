@@ -973,6 +973,30 @@ def _reached_addresses(nodes: list[Node]) -> set[str]:
     return usable
 
 
+def check_bind_addresses(nodes: list[Node]) -> Iterable[Problem]:
+    """A program bound to one address must run where that address is: bound to another machine's address (a
+    group-wide sglang_host copied from one host), it cannot start. Only addresses the site knows to be another
+    machine's are judged: a node may hold addresses the inventory does not list (a second NIC)."""
+    owner: dict[str, set[str]] = defaultdict(set)
+    hosts: dict[str, list[str]] = defaultdict(list)
+    for node in nodes:
+        hosts[node.machine].append(node.host)
+        for address in node.addresses:
+            owner[address].add(node.machine)
+    for node in nodes:
+        for svc in node.services:
+            bound = str(svc.value("--host") or "").strip("[]").lower() if svc.parsed is not None else ""
+            ip = _ip(bound)
+            if ip is None or ip.is_unspecified or ip.is_loopback:
+                continue
+            others = sorted(owner.get(str(ip), set()) - {node.machine})
+            if others and str(ip) not in node.addresses:
+                named = ", ".join(f"{'/'.join(hosts[m])} ({m})" for m in others)
+                yield node.host, (f"{svc.name} binds --host {bound}, an address of {named}, not of "
+                                  f"{node.host} ({node.machine}): it cannot start there. Set sglang_host per host "
+                                  "(host_vars) to the node's own address, or leave it at 0.0.0.0")
+
+
 def check_instances(nodes: list[Node]) -> Iterable[Problem]:
     """Multi-node instances: one rendezvous address, non-loopback, the head's own, one per instance, and instance
     firewalls that admit exactly the members."""
@@ -1172,6 +1196,7 @@ def check_site(nodes: dict[str, dict[str, Any]]) -> list[Problem]:
     problems += list(check_machines(read))
     problems += list(check_routers(read))
     problems += list(check_instances(read))
+    problems += list(check_bind_addresses(read))
     unique = list(dict.fromkeys(problems))
     return sorted(unique, key=lambda p: p[0])
 
