@@ -387,8 +387,8 @@ def test_extra_args_are_checked_against_the_target_release() -> None:
             r"sglang_extra_args: SGLang 0.5.23 has no flag --max-runing-requests; did you mean --max-running-requests")
     refuses({**H200_HT, "extra_args": {"--enable-mixed-chunk": "yes"}},
             r"sglang_extra_args: --enable-mixed-chunk is a switch in SGLang 0.5.23")
-    refuses({**H200_HT, "extra_args": {"--tool-call-parser": "glm99"}},
-            r"sglang_extra_args: --tool-call-parser 'glm99' is not accepted by SGLang 0.5.23")
+    refuses({**H200_HT, "extra_args": {"--attention-backend": "fa99"}},
+            r"sglang_extra_args: --attention-backend 'fa99' is not accepted by SGLang 0.5.23")
     refuses({**H200_HT, "extra_args": ["--dist-timeout", "1", "2"]}, r"--dist-timeout takes one value")
     refuses({**H200_HT, "extra_args": ["3600"]}, r"'3600' comes before any --flag")
     refuses({**H200_HT, "extra_args": "--enable-mixed-chunk"}, r"sglang_extra_args: expected a mapping")

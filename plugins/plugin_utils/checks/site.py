@@ -520,6 +520,30 @@ def check_env(node: Node) -> Iterable[Problem]:
                 yield node.host, (f"{svc.name}: {key}={value} in {source}; SGLang reads booleans as true/false or 1/0 "
                                   f"(get_bool_env_var treats {value!r} as false, its newer EnvBool refuses or reads it "
                                   f"otherwise). Write {want}")
+            else:
+                yield from _env_value(node.host, svc.name, key, value, word, source)
+
+
+def _env_value(host: str, unit: str, key: str, value: str, word: str, source: str) -> Iterable[Problem]:
+    """Values data/env.yml types: NCCL's integers and choices, SGLang's booleans."""
+    env = _env_types()
+    nccl, sglang = env.get("nccl") or {}, env.get("sglang") or {}
+    if key in (nccl.get("integers") or []) and not re.fullmatch(r"-?[0-9]+", word):
+        yield host, (f"{unit}: {key}={value} in {source}; NCCL reads {key} as an integer (strtoll), so {value!r} is "
+                     "read as 0, silently. Write a number (NCCL's environment reference)")
+    choices = (nccl.get("choices") or {}).get(key)
+    if choices and word.upper() not in choices:
+        yield host, (f"{unit}: {key}={value} in {source}; NCCL knows {', '.join(choices)} for it and ignores "
+                     "anything else")
+    if key.startswith(tuple(sglang.get("boolean_prefixes") or ())) and word not in (sglang.get("booleans") or []) \
+            and word not in _SGLANG_AMBIGUOUS:
+        yield host, (f"{unit}: {key}={value} in {source}; SGLang reads {key} as a boolean (true/false or 1/0); "
+                     f"{value!r} reads as false. Write true or false")
+
+
+@functools.lru_cache(maxsize=1)
+def _env_types() -> dict[str, Any]:
+    return yaml_read.safe_load((DATA / "env.yml").read_text(encoding="utf-8")) or {}
 
 
 def _gpu_mask(text: str) -> list[str]:
