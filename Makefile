@@ -95,7 +95,10 @@ promtool: ## promtool for the alert-rule tests (Debian's prometheus package, ins
 	bash tests/unit/promtool.sh
 
 integration: venv link lab-infra
-	$(BIN)/python -m pytest -q tests/integration
+	$(BIN)/python -m pytest -q tests/integration --ignore=tests/integration/test_upgrade_lab.py
+
+upgrade-lab: venv link lab-infra ## upgrade.yml's five lab scenarios (canary, rollbacks, resume, a late wave; ~21 min here, so outside `make test`)
+	$(BIN)/python -m pytest -q tests/integration/test_upgrade_lab.py
 
 syntax: venv link
 	for p in $(PLAYBOOKS); do $(BIN)/ansible-playbook --syntax-check -i inventories/example $$p; done

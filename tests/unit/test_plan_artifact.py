@@ -167,6 +167,11 @@ def test_a_limited_run_checks_the_peers_its_hosts_plans_read() -> None:
     hv = {**HOSTVARS, "h2": {**HOSTVARS["h2"], "ansible_host": "10.0.0.22"}}
     assert art.verify(a, hv, GROUPS, ["r1"], COLLECTION, whole_inventory=True) == ["h2: ansible_host changed"]
     assert art.verify(a, hv, GROUPS, ["r1"], COLLECTION, whole_inventory=False) == []  # a slice sees r1 only
+    # a peer whose cached facts expired is not a changed plan (a reviewer's case); the run's own hosts are judged whole
+    expired = {**HOSTVARS, "h1": {k: v for k, v in HOSTVARS["h1"].items() if k != "ansible_facts"}}
+    assert art.verify(a, expired, GROUPS, ["r1"], COLLECTION, whole_inventory=True) == []
+    assert art.verify(a, expired, GROUPS, ["h1"], COLLECTION, whole_inventory=True) == [
+        "h1: ansible_facts.default_ipv4 unset now (set when the artifact was made)"]
 
 
 def test_another_collection_is_refused_with_what_differs() -> None:

@@ -262,3 +262,29 @@ def test_an_image_that_names_no_vendor_is_not_called_cuda() -> None:
         site = plan_site({"n": {**FAMILIES["mi355x-fp8"], "sglang_image": image, "sglang_version": "0.5.13.post1"}},
                          {"all": ["n"]})
         assert not [m for m in site["errors"].get("n", []) if "CUDA image" in m], (image, site["errors"])
+
+
+def test_sglang_variables_are_typed_by_their_release() -> None:
+    """The names and types come from SGLang 0.5.23's own environ.py (data/sglang/env-0.5.23.yml, generated from the
+    wheel): an EnvInt named SGLANG_ENABLE_* and an EnvFloat named SGLANG_SKIP_* take numbers (a reviewer found a
+    name-prefix rule refusing them), and an EnvBool takes true/false."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site  # noqa: PLC0415
+    for env in ({"SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY": "2"}, {"SGLANG_SKIP_SOFTMAX_DECODE_THRESHOLD_SCALE_FACTOR": "0.5"},
+                {"SGLANG_ENABLE_JIT_DEEPGEMM": "false"}):
+        site = plan_site({"n": {**FAMILIES["h200-fp8"], "sglang_strategy": "low-latency", "sglang_env": env}}, {"all": ["n"]})
+        assert site["errors"] == {}, (env, site["errors"])
+
+
+def test_a_host_left_in_two_racks_gets_a_word_and_a_canary_group_none() -> None:
+    """Ansible merges a host's groups silently: a host in two racks' groups is warned about (which group set
+    sglang_rack cannot be told from the merged variables, so a canary group of another rack's hosts must not be
+    refused: a reviewer's case)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site  # noqa: PLC0415
+    racks = {"a1": "a", "a2": "a", "c1": "c", "c2": "c", "x": "c"}
+    hv = {h: {**FAMILIES["h200-fp8"], "sglang_strategy": "low-latency", "sglang_rack": r,
+              "ansible_host": f"10.0.0.{i + 1}"} for i, (h, r) in enumerate(racks.items())}
+    site = plan_site(hv, {"all": list(hv), "rack_a": ["a1", "a2", "x"], "rack_c": ["c1", "c2", "x"]})
+    assert site["errors"] == {}
+    assert [w for w in site["plans"]["x"]["warnings"] if w.startswith("x is in two racks' groups: rack_a")], \
+        site["plans"]["x"]["warnings"]
+    assert not [w for h in ("a1", "c1") for w in site["plans"][h]["warnings"] if "two racks" in w]

@@ -211,13 +211,30 @@ def test_servers_bound_to_their_address_are_measured_and_drained_there() -> None
     assert entry["url"] == "http://10.0.0.2:30000" and entry["router_base"] == "http://127.0.0.1:8000"
 
 
-def test_hosts_of_several_servers_are_refused_by_name() -> None:
+def test_hosts_of_several_servers_are_refused_when_they_move() -> None:
     """sglang_replicas: a host runs several units; upgrade.yml drains, measures and rolls back one per host, so it
-    refuses such a site instead of moving replicas it does not watch (the review found replica 0 only drained)."""
-    hv, groups = site()
-    hv["q"] = {"sglang_gpu": "h200", "sglang_model": "qwen3.8-27b", "sglang_replicas": 2, "sglang_install_method": "uv",
-               "ansible_host": "10.0.0.7", "sglang_model_path": "/srv/models/qwen"}
-    groups = {**groups, "all": sorted(hv)}
-    assert plan_site(hv, groups)["errors"] == {}
+    refuses to move such a host (the review found replica 0 only drained), and only such a host: a replicas host the
+    target leaves alone does not stop an upgrade of the others."""
+    def with_q(version: str, q_version: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+        hv, groups = site(version)
+        hv["q"] = {"sglang_gpu": "h200", "sglang_model": "qwen3.8-27b", "sglang_replicas": 2,
+                   "sglang_install_method": "uv", "sglang_version": q_version, "ansible_host": "10.0.0.7",
+                   "sglang_model_path": "/srv/models/qwen"}
+        return hv, {**groups, "all": sorted(hv)}
+
+    def units_of(planned: dict[str, Any]) -> dict[str, dict[str, str]]:
+        return {h: dict([change.unit_sha1(p)]) for h, p in planned["plans"].items() if change.unit_sha1(p)}
+    options = {"canary": "", "wave_by": "rack", "batch_size": 1, "upgrade_from": {"sglang_version": OLD}}
+    running = plan_site(*with_q(OLD, OLD))
+    assert running["errors"] == {}
     with pytest.raises(planner.UpgradeRefused, match=r"^q run several servers \(sglang_replicas\)"):
-        planner.decide(plan_site, hv, groups, {}, None, {"canary": "", "wave_by": "rack", "batch_size": 1})
+        planner.decide(plan_site, *with_q(NEW, NEW), units_of(running), None, options)
+    still = plan_site(*with_q(OLD, NEW))  # q already runs the target's release: it does not move
+    hv, groups = with_q(NEW, NEW)
+    hv["q"]["sglang_version"] = NEW
+    options_q = {**options, "upgrade_from_groups": {}}
+    nodes = {**units_of(running), "q": units_of(still)["q"]}
+    try:
+        planner.decide(plan_site, hv, groups, nodes, None, {**options_q, "upgrade_from": {"sglang_version": OLD}})
+    except planner.UpgradeRefused as exc:
+        assert "sglang_replicas" not in str(exc), str(exc)

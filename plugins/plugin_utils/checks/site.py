@@ -521,13 +521,14 @@ def check_env(node: Node) -> Iterable[Problem]:
                                   f"(get_bool_env_var treats {value!r} as false, its newer EnvBool refuses or reads it "
                                   f"otherwise). Write {want}")
             else:
-                yield from _env_value(node.host, svc.name, key, value, word, source)
+                yield from _env_value(node.host, svc, key, value, word, source)
 
 
-def _env_value(host: str, unit: str, key: str, value: str, word: str, source: str) -> Iterable[Problem]:
-    """Values data/env.yml types: NCCL's integers and choices, SGLang's booleans."""
-    env = _env_types()
-    nccl, sglang = env.get("nccl") or {}, env.get("sglang") or {}
+def _env_value(host: str, svc: Service, key: str, value: str, word: str, source: str) -> Iterable[Problem]:
+    """Values typed by data: NCCL's integers and choices (data/env.yml), and the variables the server's SGLang release
+    types in its environ.py (data/sglang/env-<release>.yml)."""
+    unit = svc.name
+    nccl = _env_types().get("nccl") or {}
     if key in (nccl.get("integers") or []) and not re.fullmatch(r"-?[0-9]+", word):
         yield host, (f"{unit}: {key}={value} in {source}; NCCL reads {key} as an integer (strtoll), so {value!r} is "
                      "read as 0, silently. Write a number (NCCL's environment reference)")
@@ -535,15 +536,33 @@ def _env_value(host: str, unit: str, key: str, value: str, word: str, source: st
     if choices and word.upper() not in choices:
         yield host, (f"{unit}: {key}={value} in {source}; NCCL knows {', '.join(choices)} for it and ignores "
                      "anything else")
-    if key.startswith(tuple(sglang.get("boolean_prefixes") or ())) and word not in (sglang.get("booleans") or []) \
-            and word not in _SGLANG_AMBIGUOUS:
-        yield host, (f"{unit}: {key}={value} in {source}; SGLang reads {key} as a boolean (true/false or 1/0); "
-                     f"{value!r} reads as false. Write true or false")
+    if svc.kind != "server" or not key.startswith(("SGLANG_", "SGL_")):
+        return
+    typed = _sglang_env(svc.release)
+    if key in typed.get("booleans", ()) and word not in ("true", "false", "1", "0"):
+        yield host, (f"{unit}: {key}={value} in {source}; SGLang {svc.release} reads {key} as a boolean (EnvBool: "
+                     f"true/false or 1/0), so {value!r} is not one. Write true or false")
+    elif key in typed.get("integers", ()) and not re.fullmatch(r"-?[0-9]+", word):
+        yield host, (f"{unit}: {key}={value} in {source}; SGLang {svc.release} reads {key} as an integer (EnvInt) "
+                     "and stops on another value. Write a number")
+    elif key in typed.get("floats", ()) and not re.fullmatch(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)(e-?[0-9]+)?", word):
+        yield host, (f"{unit}: {key}={value} in {source}; SGLang {svc.release} reads {key} as a number (EnvFloat) "
+                     "and stops on another value. Write a number")
 
 
 @functools.lru_cache(maxsize=1)
 def _env_types() -> dict[str, Any]:
     return yaml_read.safe_load((DATA / "env.yml").read_text(encoding="utf-8")) or {}
+
+
+@functools.lru_cache(maxsize=8)
+def _sglang_env(release: str) -> dict[str, frozenset[str]]:
+    """SGLang <release>'s typed variables (data/sglang/env-<release>.yml); none known for another release."""
+    path = DATA / "sglang" / f"env-{release}.yml"
+    if not release or not path.is_file():
+        return {}
+    doc = yaml_read.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {kind: frozenset(doc.get(kind) or []) for kind in ("booleans", "integers", "floats")}
 
 
 def _gpu_mask(text: str) -> list[str]:
@@ -998,7 +1017,7 @@ def _reached_addresses(nodes: list[Node]) -> set[str]:
 
 
 def check_bind_addresses(nodes: list[Node]) -> Iterable[Problem]:
-    """A program bound to one address must run where that address is: bound to another machine's address (a
+    """A server bound to one address must run where that address is: bound to another machine's address (a
     group-wide sglang_host copied from one host), it cannot start. Only addresses the site knows to be another
     machine's are judged: a node may hold addresses the inventory does not list (a second NIC)."""
     owner: dict[str, set[str]] = defaultdict(set)
@@ -1009,6 +1028,8 @@ def check_bind_addresses(nodes: list[Node]) -> Iterable[Problem]:
             owner[address].add(node.machine)
     for node in nodes:
         for svc in node.services:
+            if svc.kind != "server":  # a router may bind a floating address (keepalived, ip_nonlocal_bind)
+                continue
             bound = str(svc.value("--host") or "").strip("[]").lower() if svc.parsed is not None else ""
             ip = _ip(bound)
             if ip is None or ip.is_unspecified or ip.is_loopback:

@@ -614,12 +614,34 @@ def apply_extra_args(b: Build) -> Build:
             args = [a for i, a in enumerate(args) if i not in where]
             continue
         check_secret_value(value, f"sglang_extra_args: {flag.written}")
+        check_parser(b, flag, value)
         new = argv.Arg(args[where[0]].name if where else flag.name, argv.as_value(value), "sglang_extra_args")
         if where:
             args = [new if i == where[0] else a for i, a in enumerate(args) if i == where[0] or i not in where]
         else:
             args = args + [new]
     return b.with_(args=args)
+
+
+PARSER_FLAGS = {"tool_call_parser": "tool_call", "reasoning_parser": "reasoning"}
+
+
+def check_parser(b: Build, flag: Flag, value: Any) -> None:
+    """Another parser than the model's parser card over the card's own (sglang_parsers leaves it on): tool calls or
+    reasoning stay raw text in `content`. With the card's parser turned off (sglang_parsers), or for a model without
+    a card, sglang_extra_args may name one."""
+    kind = PARSER_FLAGS.get(flag.dest or "")
+    card = b.model.parsers.get(kind) if kind else None
+    if not card or str(value) == str(card):
+        return
+    wanted = b.sel["parsers"]
+    on = wanted.get(kind, True) is not False if isinstance(wanted, dict) else str(wanted).lower() not in (
+        "false", "no", "off")
+    if on:
+        raise RecipeError(f"sglang_extra_args: {flag.written} {value} replaces {b.model.id}'s {kind.replace('_', '-')} "
+                          f"parser {card} (its parser card, which sglang_parsers turns on); another parser leaves "
+                          f"{'tool calls' if kind == 'tool_call' else 'the reasoning'} as raw text in `content`. "
+                          f"Drop it, or turn the card's off first (sglang_parsers: {{{kind}: false}})")
 
 
 def apply_remove_args(b: Build) -> Build:

@@ -9,10 +9,12 @@ changes. Pure.
 """
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Any, Iterator
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import cli
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import flag_table_doc, load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, placement, replicas
 
@@ -252,7 +254,9 @@ def vendor_settings(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[s
 def site_problems(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]],
                   groups: dict[str, list[str]], errors: dict[str, list[str]]) -> list[Problem]:
     problems: list[Problem] = []
-    problems += list(two_racks(hostvars, groups))
+    for host, message in two_racks(hostvars, groups):
+        if host in plans:  # a word, not a refusal: which group set sglang_rack is not known here
+            plans[host].setdefault("warnings", []).append(message)
     problems += list(weights_fit(plans))
     problems += list(lost_router(plans, hostvars))
     problems += list(instances(plans, hostvars, errors))
@@ -271,7 +275,8 @@ def _shared(hosts: list[str], hostvars: dict[str, dict[str, Any]], key: str) -> 
 def two_racks(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> Iterator[Problem]:
     """A host left in two rack groups: Ansible merges both groups' variables and the later group wins, silently
     (the host takes the other rack's recipe). A rack group is one whose other hosts (two or more) all share one
-    sglang_rack; a host in two of them with different racks is refused, naming both."""
+    sglang_rack; a host in two of them with different racks gets a warning naming both (a group of hosts that share
+    a rack by chance, such as a canary group, looks the same from here, so it is not refused)."""
     by_host: dict[str, list[tuple[str, Any]]] = defaultdict(list)
     for group, members in sorted(groups.items()):
         hosts = sorted({str(h) for h in members if str(h) in hostvars})
@@ -288,19 +293,22 @@ def two_racks(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
             named = ", ".join(f"{g} (its other hosts: sglang_rack {r})" for g, r in seen)
             yield host, (f"{host} is in two racks' groups: {named}; Ansible merges both groups' variables and one "
                          f"silently wins (here sglang_rack {hostvars[host].get('sglang_rack')}, with that group's "
-                         "recipe). Remove it from the group of the rack it left")
+                         "recipe). If it left a rack, remove it from that rack's group")
 
 
 def lost_router(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]) -> Iterator[Problem]:
     """A router host that another group turned into something else (a monitoring group's sglang_role: none wins
     over the routers' group by name order): it still carries a router's own setting, set for it and not for the
     whole site, and no router runs there."""
-    pools = {repr(hv.get("sglang_router_workers_group")) for hv in hostvars.values()}
-    if len(pools) < 2:  # set site-wide (or nowhere): it says nothing of one host
-        return
+    counts: dict[str, int] = defaultdict(int)
+    for hv in hostvars.values():
+        counts[repr(hv.get("sglang_router_workers_group"))] += 1
+    site_wide = max(counts, key=lambda v: counts[v]) if counts else repr(None)  # what most hosts hold (group_vars/all)
     for host, plan in sorted(plans.items()):
         pool = hostvars.get(host, {}).get("sglang_router_workers_group")
-        if plan.get("role") != "router" and pool:
+        # servers carry router settings of group_vars/all harmlessly; a host of role none with a pool of its own
+        # (not the site-wide value) was a router
+        if plan.get("role") == "none" and pool and repr(pool) != site_wide:
             yield host, (f"{host} sets sglang_router_workers_group ({pool}), a router's setting, but its "
                          f"sglang_role is {hostvars[host].get('sglang_role', plan.get('role'))!r}: another of its "
                          "groups overrode the router role (group variables merge by group name), and no router "
@@ -325,11 +333,10 @@ def weights_fit(plans: dict[str, dict[str, Any]]) -> Iterator[Problem]:
         vram = (platform or {}).get("vram_gb")
         if not size or not vram:
             continue
-        flags = _flags(plan.get("argv") or [])
-        try:
-            tp, pp = int(flags.get("--tp-size") or 1), int(flags.get("--pp-size") or 1)
-        except ValueError:
-            continue  # the parser's own check says what is wrong with the number
+        shards = _shards(plan)
+        if shards is None:
+            continue  # no flag table for the release, or a command its parser refuses: the checker says so
+        tp, pp = shards
         capacity = vram * tp * pp
         if size > WEIGHTS_SHARE * capacity:
             layout = f"--tp-size {tp}" + (f" x --pp-size {pp}" if pp != 1 else "")
@@ -338,3 +345,23 @@ def weights_fit(plans: dict[str, dict[str, Any]]) -> Iterator[Problem]:
                          f"{capacity:g} GB ({vram:g} GB each): no room is left for the KV cache and SGLang stops "
                          "while loading. Keep the recipe's TP size, add nodes, or choose a smaller precision "
                          "(sglang_quant)")
+
+
+def _shards(plan: dict[str, Any]) -> tuple[int, int] | None:
+    """(TP size, PP size) as the server's release parses its command (any spelling: --tp, --tensor-parallel-size)."""
+    return _parsed_shards(str(plan["recipe"].get("sglang_version") or ""), tuple(plan.get("argv") or []))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_shards(release: str, argv: tuple[str, ...]) -> tuple[int, int] | None:
+    doc = flag_table_doc(release)
+    if doc is None:
+        return None
+    table = cli.Table.of(doc)
+    try:
+        parsed = cli.parse(list(argv), table)
+    except cli.CliError:
+        return None
+    # the dests differ by release (tp_size in 0.5.23, tensor_parallel_size in 0.5.13.post1): ask the table
+    sizes = [parsed.namespace.get(table.dest(flag)) if table.known(flag) else None for flag in ("--tp-size", "--pp-size")]
+    return int(sizes[0] or 1), int(sizes[1] or 1)

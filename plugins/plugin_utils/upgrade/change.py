@@ -93,7 +93,9 @@ def with_overrides(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[s
 
 def unit_sha1(plan: dict[str, Any]) -> tuple[str, str] | None:
     """(path, SHA-1) of the serving unit a plan writes (what ansible.builtin.find reports of the node's file)."""
-    unit = (plan.get("files") or {}).get("unit")
+    files = plan.get("files") or {}
+    # a host of several servers (sglang_replicas) keys each replica's unit <instance>.unit: the first one tells
+    unit = files.get("unit") or next((f for k, f in sorted(files.items()) if k.endswith(".unit")), None)
     if not unit or unit.get("content") is None:
         return None
     return unit["path"], hashlib.sha1(unit["content"].encode("utf-8")).hexdigest()  # noqa: S324 - find's checksum
