@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -6,7 +5,7 @@
 (EnvBool, EnvInt, EnvFloat), read from the installed package's own source, so the site checker judges sglang_env
 values as that release reads them.
 
-Usage: tools/sglang_env_table.py <release> <path of sglang/srt/environ.py of that release>
+Usage: python tools/sglang_env_table.py <release> <path of sglang/srt/environ.py of that release>
 """
 from __future__ import annotations
 
