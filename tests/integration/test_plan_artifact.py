@@ -3,8 +3,9 @@ them: `--tags plan` and `--tags never` run only the planning plays):
 
 - a run over the whole inventory makes the artifact (rendered/plan.json, or sglang_plan_artifact), and a second
   run leaves the file as it was;
-- a --limit run applies it; a --limit run whose hosts' inputs changed since, or with no artifact, is refused before
-  any change, naming the host and the variable (never a host whose inputs did not change);
+- a --limit run without sglang_plan_artifact plans the whole site (it sees every host) and writes nothing;
+- with sglang_plan_artifact, a --limit run applies it; one whose hosts' inputs changed since is refused before any
+  change, naming the host and the variable (never a host whose inputs did not change);
 - the remedy it names works: a run over the whole inventory makes it again;
 - with sglang_plan_artifact set, an inventory subset applies it, and refuses a missing one;
 - --tags plan with --limit is refused.
@@ -79,11 +80,11 @@ def test_a_whole_run_makes_it_once(made: dict) -> None:
     assert all("changed=0" in line for line in recap(made["second"].stdout).values()), made["second"].stdout[-2000:]
 
 
-def test_limit_applies_it(made: dict) -> None:
-    proc = site(made["inv"], "--tags", "never", "--limit", "h2", "-e", f"sglang_render_dir={made['render_dir']}", "-v")
+def test_limit_with_the_declared_artifact_applies_it(made: dict) -> None:
+    proc = site(made["inv"], "--tags", "never", "--limit", "h2", "-e", f"sglang_plan_artifact={made['path']}", "-v")
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert f"applied the plan artifact {made['path']} to 1 host(s) (--limit: the run covers 1 of the inventory's 3 " \
-           "host(s))" in said(proc)
+    assert f"applied the plan artifact {made['path']} to 1 host(s) (--limit with sglang_plan_artifact: the run covers " \
+           "1 of the inventory's 3 host(s))" in said(proc)
 
 
 def test_limit_refuses_changed_inputs_then_a_whole_run_makes_it_again(made: dict, tmp_path: Path) -> None:
@@ -91,7 +92,8 @@ def test_limit_refuses_changed_inputs_then_a_whole_run_makes_it_again(made: dict
     render_dir.mkdir()
     (render_dir / "plan.json").write_text(made["path"].read_text())
     inv = inventory(tmp_path / "hosts.yml", changed={"h2": {"sglang_rack": "row-7"}})
-    proc = site(inv, "--tags", "never", "--limit", "h1,h2", "-e", f"sglang_render_dir={render_dir}")
+    artifact = f"sglang_plan_artifact={render_dir / 'plan.json'}"
+    proc = site(inv, "--tags", "never", "--limit", "h1,h2", "-e", artifact)
     assert proc.returncode != 0
     out = said(proc)
     assert "refused before anything changed: this run covers part of the site (--limit" in out
@@ -100,16 +102,19 @@ def test_limit_refuses_changed_inputs_then_a_whole_run_makes_it_again(made: dict
     assert "--tags plan" in out
     assert not re.search(r"^TASK \[.*(preflight|install|Install)", proc.stdout, re.M)  # nothing after the plan ran
     # the remedy: a run over the whole inventory plans the site again and writes the artifact; then --limit applies
-    whole = site(inv, "--tags", "plan", "-e", f"sglang_render_dir={render_dir}")
+    whole = site(inv, "--tags", "plan", "-e", artifact)
     assert whole.returncode == 0, whole.stdout[-3000:]
-    again = site(inv, "--tags", "never", "--limit", "h1,h2", "-e", f"sglang_render_dir={render_dir}")
+    again = site(inv, "--tags", "never", "--limit", "h1,h2", "-e", artifact)
     assert again.returncode == 0, again.stdout[-3000:]
 
 
-def test_limit_without_an_artifact_is_refused(made: dict, tmp_path: Path) -> None:
-    proc = site(made["inv"], "--tags", "never", "--limit", "r1", "-e", f"sglang_render_dir={tmp_path}")
-    assert proc.returncode != 0
-    assert f"there is none at {tmp_path}/plan.json" in said(proc)
+def test_limit_without_the_declared_artifact_plans_the_whole_site(made: dict, tmp_path: Path) -> None:
+    """The inventory is the site: a --limit run sees every host and plans them all (the site checker included), as a
+    whole run does; it writes no artifact, which only a run over every host makes."""
+    proc = site(made["inv"], "--tags", "never", "--limit", "r1", "-e", f"sglang_render_dir={tmp_path}", "-v")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "planned 3 host(s)" in said(proc)
+    assert not (tmp_path / "plan.json").exists()
 
 
 def test_declared_artifact_applies_to_an_inventory_subset_and_refuses_a_missing_one(made: dict, tmp_path: Path) -> None:

@@ -276,3 +276,11 @@ def test_a_plan_edited_after_the_artifact_was_made_is_refused() -> None:
     assert art.verify(a, HOSTVARS, GROUPS, ["h1"], COLLECTION, whole_inventory=False) == [
         "its plans are not the ones it was made with (edited by hand or by a merge since): an edited plan skips every "
         "check"]
+
+
+def test_link_local_addresses_are_not_plan_inputs() -> None:
+    """Every veth docker creates brings an fe80:: address to the host's facts: a plan (and its artifact) that read
+    them moved between two runs on the same inventory (the integration test saw it while molecule ran)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.inventory_vars import routable  # noqa: PLC0415
+    assert routable(["10.0.0.1", "169.254.3.4", "fe80::1c2:3ff:fe04:5", "FE80::1%eth0", "fd00::5", "febf::1", "fec0::1"]) \
+        == ["10.0.0.1", "fd00::5", "fec0::1"]

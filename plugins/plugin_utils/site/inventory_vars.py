@@ -45,8 +45,24 @@ def host_vars(hostvars: Any, host: str, broken: list[str] | None = None) -> dict
         if out.get("sglang_dist_interface"):
             wanted.append(str(out["sglang_dist_interface"]).replace("-", "_").replace(".", "_"))
         picked = {k: to_plain(facts[k]) for k in wanted if k in facts}
+        for key in ("all_ipv4_addresses", "all_ipv6_addresses"):
+            if isinstance(picked.get(key), list):
+                picked[key] = routable(picked[key])
         if picked:
             out["ansible_facts"] = picked
+    return out
+
+
+def routable(addresses: list[Any]) -> list[Any]:
+    """A host's addresses without the link-local ones (fe80::/10, 169.254/16): every veth docker adds brings one, so
+    they change from run to run, and no site sends traffic to them (the plan and its artifact must not move with
+    them)."""
+    out = []
+    for address in addresses:
+        text = str(address).split("%", 1)[0].lower()
+        if text.startswith(("fe8", "fe9", "fea", "feb", "169.254.")):
+            continue
+        out.append(address)
     return out
 
 
