@@ -30,8 +30,10 @@ PYTHONS = {"0.5.23": os.environ.get("SGLANG_PARSER_PYTHON", ""),
 QWEN = {"sglang_gpu": "h200", "sglang_model": "qwen3.8-27b", "sglang_strategy": "balanced",
         "sglang_model_path": "/nvme/models/Qwen/Qwen3.8-27B-FP8", "sglang_install_method": "docker",
         "sglang_image": "lmsysorg/sglang:v0.5.23-cu129"}
-AMD_TP2 = [{"id": "glm-5.3", "cells": [{"gpu": "mi355x", "quant": "fp8", "strategy": "balanced", "nodes": 1,
-                                        "verified": True, "flags": {"--tp-size": 2}}]}]
+# a site recipe whose checkpoint fits two MI355X (GLM-5.3 FP8's ~755 GB does not: the plan refuses that)
+AMD_TP2 = [{"id": "glm-5.3", "checkpoints": {"fp8": {"id": "zai-org/GLM-5.3", "size_gb": 300}},
+            "cells": [{"gpu": "mi355x", "quant": "fp8", "strategy": "balanced", "nodes": 1,
+                       "verified": True, "flags": {"--tp-size": 2}}]}]
 HOSTVARS: dict[str, dict[str, Any]] = {
     "g1": {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput", "ansible_host": "10.0.1.1"},
     "d1": {"sglang_gpu": "b200", "sglang_model": "deepseek-v4-pro", "sglang_strategy": "balanced",
