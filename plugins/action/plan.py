@@ -17,6 +17,7 @@ from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import atomic
 from ansible_collections.metalserve.sglang.plugins.modules.plan import ARGUMENT_SPEC
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
@@ -115,10 +116,7 @@ class ActionModule(ActionBase):
                               "inputs_digest": made_from["inputs_digest"]}
         if self._task.check_mode:
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
+        atomic.write(target, text.encode("utf-8"), 0o644)
         result["changed"] = True
 
     def _apply(self, result: dict[str, Any], target: Path, partial: str, hostvars: dict[str, Any],

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import atomic
 from ansible_collections.metalserve.sglang.plugins.modules.render_plan import ARGUMENT_SPEC
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
@@ -27,15 +27,6 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import arti
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import TEMPLATE_DIR, render_all
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.render import stale_dirs, stale_files
-
-
-def _write(path: Path, data: bytes, mode: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
 
 
 class _Clock:
@@ -159,7 +150,7 @@ class ActionModule(ActionBase):
                 diffs.append({"before_header": str(path), "after_header": str(path),
                               "before": old or "", "after": content})
             if not self._task.check_mode:
-                _write(path, data, int(mode, 8))
+                atomic.write(path, data, int(mode, 8))
         clock.lap("write")
         stale = stale_files(dest, set(files))
         for path in stale:

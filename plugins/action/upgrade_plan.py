@@ -6,13 +6,12 @@
 state it starts or resumes."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import atomic
 from ansible_collections.metalserve.sglang.plugins.modules.upgrade_plan import ARGUMENT_SPEC
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
@@ -24,14 +23,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.upgrade import s
 
 
 def _write(path: Path, text: str) -> None:
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    atomic.write_text(path, text, 0o644)
 
 
 def pool_entries(unit: dict[str, Any], plans: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

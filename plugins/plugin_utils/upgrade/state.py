@@ -20,11 +20,11 @@ upgrade resumes with them counted as moved.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import atomic
 
 PHASES = ("pending", "out", "measured", "upgrading", "upgraded", "judged", "promoted", "rolled_back")
 #: what a run keeps of each bench_serving run (the raw lines stay in rendered/upgrade/<unit>/<side>.jsonl)
@@ -40,16 +40,7 @@ def load(path: Path) -> dict[str, Any] | None:
 
 def save(path: Path, state: dict[str, Any]) -> bool:
     """Write atomically; False when the file already holds this state."""
-    text = json.dumps(state, indent=1, sort_keys=True) + "\n"
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
-    return True
+    return atomic.write_text(path, json.dumps(state, indent=1, sort_keys=True) + "\n", 0o600)
 
 
 def now() -> str:
