@@ -16,7 +16,7 @@ from ansible_collections.metalserve.sglang.plugins.modules.upgrade_plan import A
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement, replicas
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.upgrade import change, planner, waves
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.upgrade import state as st
@@ -27,21 +27,23 @@ def _write(path: Path, text: str) -> None:
 
 
 def pool_entries(unit: dict[str, Any], plans: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Where each head of a unit sits in each router's pool: the worker URL the router was given, its type and the
-    prefill's bootstrap port (what POST /workers needs to put it back)."""
+    """Where each serving instance of a unit sits in each router's pool: the worker URL the router was given
+    (placement.worker_url; one per replica of a host with sglang_replicas), its type and the prefill's bootstrap port
+    (what POST /workers needs to put it back)."""
     out = []
     for router in unit["routers"]:
         rp = plans[router]
+        # the router's API where it binds (its health URL's base: 127.0.0.1 when it binds every address)
+        base = str(rp.get("health_url") or f"http://127.0.0.1:{rp['port']}/health").removesuffix("/health")
         for head in unit["heads"]:
-            if head not in rp["worker_hosts"]:
-                continue
-            url = rp["workers"][rp["worker_hosts"].index(head)]
-            role = plans[head]["recipe"].get("pd_role") or "regular"
-            # the router's API where it binds (its health URL's base: 127.0.0.1 when it binds every address)
-            base = str(rp.get("health_url") or f"http://127.0.0.1:{rp['port']}/health").removesuffix("/health")
-            out.append({"router": router, "router_port": rp["port"], "router_base": base, "url": url, "head": head,
-                        "worker_type": role,
-                        "bootstrap_port": plans[head]["recipe"].get("bootstrap_port") if role == "prefill" else None})
+            for served in replicas.instances_of(plans[head]):
+                url = placement.worker_url(served)
+                if url not in rp["workers"]:
+                    continue
+                role = served["recipe"].get("pd_role") or "regular"
+                out.append({"router": router, "router_port": rp["port"], "router_base": base, "url": url,
+                            "head": head, "instance": served["instance"], "worker_type": role,
+                            "bootstrap_port": served["recipe"].get("bootstrap_port") if role == "prefill" else None})
     return out
 
 
@@ -49,7 +51,9 @@ def measure_target(unit: dict[str, Any], target: dict[str, dict[str, Any]],
                    previous: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Where and how the unit is measured: on its (decode) head, at the address it binds, with the client of the release it ran
     before (the same bench_serving before and after the upgrade). A PD pair is measured through a router of its own,
-    started for the measurement on the decode head."""
+    started for the measurement on the decode head. A host of several servers (sglang_replicas) is measured on its
+    first replica (they share the cell, the install and the weights); the server role waits for every replica's
+    /health when it moves or rolls back."""
     heads = unit["heads"]
     decode = next((h for h in heads if target[h]["recipe"].get("pd_role") == "decode"), heads[0])
     prefill = next((h for h in heads if target[h]["recipe"].get("pd_role") == "prefill"), None)

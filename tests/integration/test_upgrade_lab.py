@@ -62,9 +62,9 @@ def sh(host: str, script: str) -> str:
 
 
 class Lab:
-    def __init__(self, inv: Path, workdir: Path) -> None:
+    def __init__(self, inv: Path, workdir: Path, name: str = NAME) -> None:
         self.inv, self.workdir = inv, workdir
-        self.hosts = lab.containers(NAME)
+        self.hosts = lab.containers(name)
         self.servers = [h for h in self.hosts if "node" in h]
         self.router = next(h for h in self.hosts if h.endswith("router"))
         self.dir = workdir / "rendered" / "upgrade"
@@ -103,24 +103,28 @@ class Lab:
         path = self.dir / "state.json"
         return json.loads(path.read_text()) if path.exists() else {}
 
-    def node(self, host: str) -> dict[str, Any]:
+    def node(self, host: str, unit: str = UNIT, port: int = 30000) -> dict[str, Any]:
         """What runs on a server: its unit's ExecStart, `current`, the release the process serves, its PID."""
-        unit = sh(host, f"cat {UNIT}")
-        exec_start = unit.replace("\\\n", " ").split("ExecStart=", 1)[1].splitlines()[0].split()
-        info = sh(host, "python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:30000/server_info', "
+        text = sh(host, f"cat {unit}")
+        exec_start = text.replace("\\\n", " ").split("ExecStart=", 1)[1].splitlines()[0].split()
+        info = sh(host, f"python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{port}/server_info', "
                         "timeout=5).read().decode())\"")
+        name = unit.rsplit("/", 1)[1]
         return {"exec": exec_start, "current": sh(host, "readlink /opt/sglang/current").strip(),
                 "serves": json.loads(info)["version"] if info.strip() else None,
-                "pid": sh(host, "systemctl show -p MainPID --value sglang-glm-5.3.service").strip(),
-                "active": sh(host, "systemctl is-active sglang-glm-5.3.service").strip()}
+                "pid": sh(host, f"systemctl show -p MainPID --value {name}").strip(),
+                "active": sh(host, f"systemctl is-active {name}").strip()}
 
     def router_unit(self) -> str:
         return sh(self.router, "cat /etc/systemd/system/sglang-router.service")
 
     def pool(self) -> list[str]:
+        return sorted(w["url"] for w in self.workers() if w["is_healthy"])
+
+    def workers(self) -> list[dict[str, Any]]:
         out = sh(self.router, "python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:8000/workers', "
                               "timeout=5).read().decode())\"")
-        return sorted(w["url"] for w in json.loads(out)["workers"] if w["is_healthy"])
+        return list(json.loads(out)["workers"])
 
 
 def recap(out: str) -> dict[str, str]:
@@ -133,37 +137,60 @@ def expect_release(node: dict[str, Any], release: str) -> None:
     assert node["serves"] == release and node["active"] == "active", node
 
 
+def build(name: str, servers: int, shape: str, units: list[str], tmp: Path, **group_vars: Any) -> Lab:
+    """A lab of `servers` nodes and a router at OLD, each server unit in `units` run by the TEST DOUBLE (a drop-in),
+    converged by site.yml; the first converge's time lands in timings."""
+    lab.destroy(name)
+    inv = lab.up(name, servers, shape, {"sglang_version": OLD})
+    the = Lab(inv, tmp, name)
+    the.set_vars("servers", sglang_server_start=True, sglang_server_health_timeout=20, sglang_server_timeout_start=60,
+                 **group_vars)
+    for host in the.servers:  # the TEST DOUBLE in place of `sglang serve`, and a tokenizer for bench_serving
+        sh(host, f"mkdir -p {TEST_DIR}")
+        for unit in units:
+            sh(host, f"mkdir -p /etc/systemd/system/{unit}.d && cat > /etc/systemd/system/{unit}.d/test-double.conf "
+                     f"<<'EOF'\n{DROP_IN}EOF")
+        for script in ("openai_double.py", "sglang_unit_double.py"):
+            docker("cp", str(ROOT / "tests" / "doubles" / script), f"{host}:{TEST_DIR}/{script}", check=True)
+        docker("cp", str(ROOT / "tests" / "lab" / "make_tokenizer.py"), f"{host}:{TEST_DIR}/make_tokenizer.py",
+               check=True)
+        sh(host, f"/opt/sglang/venvs/{NEW}/bin/python {TEST_DIR}/make_tokenizer.py /srv/bench")
+    the.rules([])
+    start = time.monotonic()
+    first = lab.converge(name, False, [])
+    the.timings[f"site.yml first converge, {servers} servers + router (s)"] = round(time.monotonic() - start, 1)
+    assert first.returncode == 0, first.stdout[-3000:]
+    return the
+
+
+def keep(the: Lab, suffix: str = "") -> None:
+    """The run's timings (merged into RESULTS) and its rendered/upgrade/, for reading after the lab is gone."""
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    kept = RESULTS.with_name(RESULTS.stem + suffix)
+    subprocess.run(["rm", "-rf", str(kept)], check=False)
+    if the.dir.exists():
+        subprocess.run(["cp", "-r", str(the.dir), str(kept)], check=False)
+    timings = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    RESULTS.write_text(json.dumps({**timings, **{k + suffix: v for k, v in the.timings.items()}}, indent=1) + "\n")
+    print(f"\nupgrade lab timings{suffix}: {json.dumps(the.timings)}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fresh_results() -> Any:
+    """RESULTS holds this run's timings only (each lab adds its own when it is torn down)."""
+    RESULTS.unlink(missing_ok=True)
+    yield
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    lab.destroy(NAME)
-    inv = lab.up(NAME, 3, "plain", {"sglang_version": OLD})
+    the = None
     try:
-        the = Lab(inv, tmp_path_factory.mktemp("upgrade"))
-        the.set_vars("servers", sglang_server_start=True, sglang_server_health_timeout=20,
-                     sglang_server_timeout_start=60)
-        for host in the.servers:  # the TEST DOUBLE in place of `sglang serve`, and a tokenizer for bench_serving
-            sh(host, f"mkdir -p {TEST_DIR} /etc/systemd/system/sglang-glm-5.3.service.d")
-            for name in ("openai_double.py", "sglang_unit_double.py"):
-                docker("cp", str(ROOT / "tests" / "doubles" / name), f"{host}:{TEST_DIR}/{name}", check=True)
-            docker("cp", str(ROOT / "tests" / "lab" / "make_tokenizer.py"), f"{host}:{TEST_DIR}/make_tokenizer.py",
-                   check=True)
-            sh(host, f"cat > /etc/systemd/system/sglang-glm-5.3.service.d/test-double.conf <<'EOF'\n{DROP_IN}EOF")
-            sh(host, f"/opt/sglang/venvs/{NEW}/bin/python {TEST_DIR}/make_tokenizer.py /srv/bench")
-        the.rules([])
-        start = time.monotonic()
-        first = lab.converge(NAME, False, [])
-        the.timings["site.yml first converge (s)"] = round(time.monotonic() - start, 1)
-        assert first.returncode == 0, first.stdout[-3000:]
+        the = build(NAME, 3, "plain", ["sglang-glm-5.3.service"], tmp_path_factory.mktemp("upgrade"))
         yield the
     finally:
-        if "the" in locals():
-            RESULTS.parent.mkdir(parents=True, exist_ok=True)
-            kept = RESULTS.with_suffix("")  # the last run's rendered/upgrade/, for reading after the lab is gone
-            subprocess.run(["rm", "-rf", str(kept)], check=False)
-            if the.dir.exists():
-                subprocess.run(["cp", "-r", str(the.dir), str(kept)], check=False)
-            RESULTS.write_text(json.dumps(the.timings, indent=1) + "\n")
-            print(f"\nupgrade lab timings: {json.dumps(the.timings)}")
+        if the is not None:
+            keep(the)
         lab.destroy(NAME)
 
 
@@ -307,3 +334,93 @@ def test_5_a_failing_later_wave_is_rolled_back_and_stops(site: Lab) -> None:
         assert now["exec"][now["exec"].index("--max-running-requests") + 1] == ("32" if host == last else "64")
     assert site.node(last)["exec"] == before_last["exec"] and site.router_unit() == router_before
     assert len(site.pool()) == 3
+
+
+# --- a host of several servers (sglang_replicas) and a PD pair: each a lab of its own, after the five above ---------
+QWEN = "qwen3.8-27b"
+REPLICA_UNITS = [f"sglang-{QWEN}-r{i}.service" for i in (0, 1)]
+
+
+@pytest.fixture(scope="module")
+def replica_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Two nodes, each running two Qwen3.8-27B TP2 servers (sglang_replicas: 2, ports 30000 and 30010), behind the
+    router (four workers)."""
+    the = None
+    try:
+        the = build("upgr", 2, "plain", REPLICA_UNITS, tmp_path_factory.mktemp("upgrade-replicas"),
+                    sglang_model=QWEN, sglang_strategy="balanced", sglang_extra_args=["--tp-size", "2"],
+                    sglang_replicas=2)
+        yield the
+    finally:
+        if the is not None:
+            keep(the, " [replicas]")
+        lab.destroy("upgr")
+
+
+def test_6_hosts_of_several_servers_move_whole(replica_site: Lab) -> None:
+    """Every replica of a host leaves the router's pool, moves and comes back with its host (one unit per host); the
+    other host serves meanwhile. Then the second host, as the wave."""
+    site = replica_site
+    replicas = [(f"/etc/systemd/system/{u}", 30000 + 10 * i) for i, u in enumerate(REPLICA_UNITS)]
+    for host in site.servers:
+        for unit, port in replicas:
+            expect_release(site.node(host, unit, port), OLD)
+    assert len(site.pool()) == 4
+    site.set_vars("all", sglang_version=NEW)
+    start = time.monotonic()
+    run = site.upgrade("-e", json.dumps({"upgrade_from": {"sglang_version": OLD}}))
+    site.timings["good upgrade, 2 hosts of 2 replicas + router (s)"] = round(time.monotonic() - start, 1)
+    assert run.returncode == 0, run.stdout[-5000:]
+    state = site.state()
+    assert state["status"] == "committed"
+    assert [state["canary"]] + [w[0] for w in state["waves"]] == [f"{QWEN}@{h}" for h in site.servers]
+    assert all(u["phase"] == "promoted" and u["verdict"]["ok"] for u in state["units"].values())
+    # both replicas of the canary were taken out (DELETE /workers/{id}) and put back (POST /workers)
+    removed = run.stdout.split("TASK [Remove it from each (DELETE /workers/{id})]")[1].split("TASK [")[0]
+    assert all(f":{port})" in removed for _unit, port in replicas), removed
+    for host in site.servers:
+        for unit, port in replicas:
+            expect_release(site.node(host, unit, port), NEW)
+    assert len(site.pool()) == 4
+
+
+@pytest.fixture(scope="module")
+def pd_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A PD pair (prefill node1, decode node2, mooncake) behind a PD router."""
+    the = None
+    try:
+        the = build("upgpd", 2, "pd", ["sglang-glm-5.3.service"], tmp_path_factory.mktemp("upgrade-pd"))
+        yield the
+    finally:
+        if the is not None:
+            keep(the, " [pd]")
+        lab.destroy("upgpd")
+
+
+def test_7_a_pd_pair_moves_together_measured_through_a_router_of_its_own(pd_site: Lab) -> None:
+    """Prefill and decode move as one unit: out of the PD router's pool together, measured before and after through
+    a router started for the measurement on the decode head, moved, put back with their worker types. The pair is the
+    router's only unit, so the outage must be allowed; without it the run is refused before any change."""
+    site = pd_site
+    ports = {site.servers[0]: 30000, site.servers[1]: 30100}
+    before = {h: site.node(h, UNIT, p) for h, p in ports.items()}
+    for node in before.values():
+        expect_release(node, OLD)
+    site.set_vars("all", sglang_version=NEW)
+    refused = site.upgrade("-e", json.dumps({"upgrade_from": {"sglang_version": OLD}}))
+    assert refused.returncode != 0 and "upgrade_allow_outage" in refused.stdout, refused.stdout[-3000:]
+    assert {h: site.node(h, UNIT, p) for h, p in ports.items()} == before
+    start = time.monotonic()
+    run = site.upgrade("-e", json.dumps({"upgrade_from": {"sglang_version": OLD}, "upgrade_allow_outage": True}))
+    site.timings["good upgrade, one PD pair + router (s)"] = round(time.monotonic() - start, 1)
+    assert run.returncode == 0, run.stdout[-5000:]
+    state = site.state()
+    pair = "+".join(f"glm-5.3@{h}" for h in site.servers)
+    assert state["status"] == "committed" and state["canary"] == pair, state
+    unit = state["units"][pair]
+    assert unit["phase"] == "promoted" and unit["verdict"]["ok"], unit
+    assert "Start it (systemd-run; the client release's sglang-router)" in run.stdout
+    for host, port in ports.items():
+        expect_release(site.node(host, UNIT, port), NEW)
+    types = sorted((w["url"].rsplit(":", 1)[1], w.get("worker_type")) for w in site.workers())
+    assert types == [("30000", "prefill"), ("30100", "decode")], site.workers()

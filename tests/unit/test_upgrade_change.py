@@ -211,30 +211,67 @@ def test_servers_bound_to_their_address_are_measured_and_drained_there() -> None
     assert entry["url"] == "http://10.0.0.2:30000" and entry["router_base"] == "http://127.0.0.1:8000"
 
 
-def test_hosts_of_several_servers_are_refused_when_they_move() -> None:
-    """sglang_replicas: a host runs several units; upgrade.yml drains, measures and rolls back one per host, so it
-    refuses to move such a host (the review found replica 0 only drained), and only such a host: a replicas host the
-    target leaves alone does not stop an upgrade of the others."""
-    def with_q(version: str, q_version: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
-        hv, groups = site(version)
-        hv["q"] = {"sglang_gpu": "h200", "sglang_model": "qwen3.8-27b", "sglang_replicas": 2,
-                   "sglang_install_method": "uv", "sglang_version": q_version, "ansible_host": "10.0.0.7",
-                   "sglang_model_path": "/srv/models/qwen"}
-        return hv, {**groups, "all": sorted(hv)}
+def qwen_site(version: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """Qwen3.8-27B: q1 and q2 run two servers each (sglang_replicas: 2), q3 one; one router in front of all three."""
+    hv: dict[str, dict[str, Any]] = {}
+    for i, reps in ((1, 2), (2, 2), (3, 1)):
+        hv[f"q{i}"] = {"sglang_gpu": "h200", "sglang_model": "qwen3.8-27b", "sglang_install_method": "uv",
+                       "sglang_version": version, "ansible_host": f"10.0.1.{i}", "sglang_rack": "q",
+                       "sglang_model_path": "/srv/models/qwen", **({"sglang_replicas": reps} if reps > 1 else {})}
+    hv["rq"] = {"sglang_role": "router", "sglang_router_workers_group": "qwen", "sglang_install_method": "uv",
+                "sglang_version": version, "ansible_host": "10.0.1.9"}
+    return hv, {"all": sorted(hv), "qwen": ["q1", "q2", "q3"], "routers": ["rq"]}
 
-    def units_of(planned: dict[str, Any]) -> dict[str, dict[str, str]]:
-        return {h: dict([change.unit_sha1(p)]) for h, p in planned["plans"].items() if change.unit_sha1(p)}
-    options = {"canary": "", "wave_by": "rack", "batch_size": 1, "upgrade_from": {"sglang_version": OLD}}
-    running = plan_site(*with_q(OLD, OLD))
+
+def test_hosts_of_several_servers_move_as_one_unit_with_every_replica_drained() -> None:
+    """sglang_replicas: a host's replicas share its venv and weights, so they move as one unit; every replica is taken
+    out of the router's pool and put back (the review of the last round found replica 0 alone drained). Expected
+    URLs written by hand from data/sglang/ports.yml (replica i on --port 30000 + 10 i) and read back from the router's
+    own command line. The third host, after a host of replicas in the router's group, gets its own URL (the pool
+    entries once took the router's i-th worker for its i-th host)."""
+    from ansible_collections.metalserve.sglang.plugins.action import upgrade_plan as up  # noqa: PLC0415
+    running = plan_site(*qwen_site(OLD))
     assert running["errors"] == {}
-    with pytest.raises(planner.UpgradeRefused, match=r"^q run several servers \(sglang_replicas\)"):
-        planner.decide(plan_site, *with_q(NEW, NEW), units_of(running), None, options)
-    still = plan_site(*with_q(OLD, NEW))  # q already runs the target's release: it does not move
-    hv, groups = with_q(NEW, NEW)
-    hv["q"]["sglang_version"] = NEW
-    options_q = {**options, "upgrade_from_groups": {}}
-    nodes = {**units_of(running), "q": units_of(still)["q"]}
-    try:
-        planner.decide(plan_site, hv, groups, nodes, None, {**options_q, "upgrade_from": {"sglang_version": OLD}})
-    except planner.UpgradeRefused as exc:
-        assert "sglang_replicas" not in str(exc), str(exc)
+    nodes = {h: dict([change.unit_sha1(p)]) for h, p in running["plans"].items() if change.unit_sha1(p)}
+    hv, groups = qwen_site(NEW)
+    decision = planner.decide(plan_site, hv, groups, nodes, None,
+                              {"canary": "q1", "wave_by": "batch", "batch_size": 1,
+                               "upgrade_from": {"sglang_version": OLD}})
+    assert decision["status"] == "start"
+    assert decision["canary"]["id"] == "qwen3.8-27b@q1" and decision["canary"]["hosts"] == ["q1"]
+    assert [w["units"] for w in decision["waves"]] == [["qwen3.8-27b@q2"], ["qwen3.8-27b@q3"]]
+    plans = decision["target"]["plans"]
+    router_argv = " ".join(plans["rq"]["argv"])
+    entries = up.pool_entries(decision["canary"], plans)
+    assert [e["url"] for e in entries] == ["http://10.0.1.1:30000", "http://10.0.1.1:30010"]
+    assert all(e["url"] in router_argv and e["head"] == "q1" and e["worker_type"] == "regular" for e in entries)
+    [q3] = [u for u in decision["units"] if u["heads"] == ["q3"]]
+    assert [e["url"] for e in up.pool_entries(q3, plans)] == ["http://10.0.1.3:30000"]
+    measured = up.measure_target(decision["canary"], plans, decision["previous"]["plans"])
+    assert measured["url"] == "http://127.0.0.1:30000" and measured["client"]["python"].startswith(
+        f"/opt/sglang/venvs/{OLD}/")
+    # the drain asks every replica's /v1/loads (pool_out.yml loops over the previous plan's replicas)
+    assert [r["health_url"] for r in decision["previous"]["plans"]["q1"]["replicas"]] == [
+        "http://127.0.0.1:30000/health", "http://127.0.0.1:30010/health"]
+
+
+def test_a_docker_site_is_measured_with_the_image_it_ran_before() -> None:
+    """Docker install: the unit's image changes, and both measurements run bench_serving from the image the unit ran
+    before (the one a rollback returns to). Image references written by hand."""
+    from ansible_collections.metalserve.sglang.plugins.action import upgrade_plan as up  # noqa: PLC0415
+    old_image, new_image = f"lmsysorg/sglang:v{OLD}-cu129", f"lmsysorg/sglang:v{NEW}-cu129"
+    running = plan_site(*site(OLD, sglang_install_method="docker", sglang_image=old_image))
+    assert running["errors"] == {}
+    nodes = {h: dict([change.unit_sha1(p)]) for h, p in running["plans"].items()}
+    hv, groups = site(NEW, sglang_install_method="docker", sglang_image=new_image)
+    decision = planner.decide(plan_site, hv, groups, nodes, None,
+                              {"canary": "n1", "wave_by": "batch", "batch_size": 1,
+                               "upgrade_from": {"sglang_version": OLD},
+                               "upgrade_from_groups": {"servers": {"sglang_image": old_image}}})
+    assert decision["canary"]["id"] == "glm-5.3@n1"
+    diff = "\n".join(c["diff"] for c in decision["changes"]["n1"])
+    assert "+++ target/n1/docker-run.sh" in diff
+    assert any(line.startswith("-") and old_image in line for line in diff.splitlines())
+    assert any(line.startswith("+") and new_image in line for line in diff.splitlines())
+    measured = up.measure_target(decision["canary"], decision["target"]["plans"], decision["previous"]["plans"])
+    assert measured["client"] == {"method": "docker", "python": "python3", "image": old_image}

@@ -457,8 +457,7 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         if is_loopback(p["listen_address"]) and not same_machine(host, hv, p["host"], hostvars[p["host"]]):
             raise RecipeError(f"sglang_host: {p['host']} listens on {p['listen_address']} only, but router {host} "
                               f"({router_address}) is another machine; use 0.0.0.0 or an address the router reaches")
-    urls = {(p["host"], p["instance"]): f"http://{recipe_engine.format_address(p['listen_address'], p['recipe']['port'])}"
-            for p in served}
+    urls = {(p["host"], p["instance"]): worker_url(p) for p in served}
     spec = {"mode": mode,
             "prefill": [{"url": urls[(p["host"], p["instance"])], "bootstrap_port": p["recipe"]["bootstrap_port"]}
                         for p in prefill],
@@ -510,6 +509,12 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "command": command_text(["python3", "-m", "sglang_router.launch_router"], args),
         "warnings": [],
     }
+
+
+def worker_url(plan: dict[str, Any]) -> str:
+    """The URL a router is given for one serving instance (a server's plan, or one replica's): where it listens, its
+    --port. The router's command line and upgrade.yml's drains and re-admissions read it here."""
+    return f"http://{recipe_engine.format_address(plan['listen_address'], plan['recipe']['port'])}"
 
 
 def machine_of(host: str, hv: HostVars) -> str:

@@ -66,12 +66,6 @@ def decide(plan_site: PlanSite, inventory: dict[str, dict[str, Any]], groups: di
                 + change.refuse_weights_in_place(running, target))
     units_t, units_r = waves.movable_units(target["plans"]), waves.movable_units(running["plans"])
     moving_hosts = sorted(h for h, items in changes.items() if {c["stage"] for c in items} & set(change.MOVED_STAGES))
-    several = [h for h in moving_hosts if len(target["plans"][h].get("replicas") or []) > 1]
-    if several:
-        raise UpgradeRefused(f"{', '.join(several[:8])}{' and more' if len(several) > 8 else ''} run several servers "
-                             "(sglang_replicas): upgrade.yml moves one serving unit per host and cannot yet drain, "
-                             "measure and roll back each replica; upgrade those hosts with site.yml (--limit) and "
-                             "rolling_restart.yml, or set upgrade_from only for a site without replicas")
     moving = waves.changed_units(units_t, moving_hosts)
     shape_r = {u["id"]: u["hosts"] for u in units_r}
     reshaped = [u["id"] for u in moving if shape_r.get(u["id"]) != u["hosts"]]

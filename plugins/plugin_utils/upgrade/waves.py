@@ -4,7 +4,8 @@
 """What moves together in an upgrade, which unit is the canary, and the waves after it. Pure.
 
 A *unit* is what one upgrade step moves: one serving instance with all its members (a TP16 pair, any multi-node
-instance), or, behind a PD router, a prefill instance with the decode instance it is paired with. PD pairs are
+instance), a host of several servers (sglang_replicas: its replicas share the install and the weights, so they move
+together), or, behind a PD router, a prefill instance with the decode instance it is paired with. PD pairs are
 formed per router: its prefill heads and its decode heads, each sorted, the i-th of one with the i-th of the other
 (the router mixes any prefill with any decode, so moving them two by two keeps one old and one new pair serving
 while a pair is out); what is left over moves alone. Units never split across a canary, a wave or a rollback.
@@ -51,6 +52,12 @@ def pd_pairs(plans: Plans) -> list[tuple[str, str]]:
     return out
 
 
+def _instance(plan: dict[str, Any]) -> str:
+    """The instance a head's plan names; a host of several servers (sglang_replicas) by the name its replicas share:
+    its replicas move together (one install, one weights folder, one server role run)."""
+    return str(plan.get("replica_of") or plan["instance"])
+
+
 def _rack(plans: Plans, host: str) -> str:
     return str(plans[host].get("rack") or "")
 
@@ -71,11 +78,11 @@ def movable_units(plans: Plans) -> list[Unit]:
     units = []
     for group in groups:
         members = [m for head in group for m in heads[head]]
-        ids = [f"{plans[h]['instance']}@{h}" for h in group]
+        ids = [f"{_instance(plans[h])}@{h}" for h in group]
         units.append({
             "id": "+".join(ids),
             "heads": list(group),
-            "instances": [plans[h]["instance"] for h in group],
+            "instances": [_instance(plans[h]) for h in group],
             "hosts": members,
             "rack": _rack(plans, group[0]),
             "racks": sorted({_rack(plans, m) for m in members}),
