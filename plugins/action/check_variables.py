@@ -40,11 +40,7 @@ class ActionModule(ActionBase):
         for host in hosts:
             view = task_vars["hostvars"][host]
             values, broken = variables.read_values(names, view.__contains__, lambda name: to_plain(view[name]), secrets)
-            found = variables.role_errors(specs, values)
-            for role, typos in variables.unknown_names(list(view), specs).items():
-                found.setdefault(role, []).extend(typos)
-            if broken:
-                found["templating"] = sorted(broken.values())
+            found = variables.host_errors(specs, values, list(view), broken)
             if found:
                 errors[host] = found
         result.update(changed=False, errors=errors)

@@ -45,7 +45,8 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         args = validated(self, ARGUMENT_SPEC)
         broken: dict[str, list[str]] = {}
-        hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
+        names: dict[str, list[str]] = {}
+        hostvars, groups = inventory_vars.site_inputs(task_vars, broken, names)
         inventory = sorted(hostvars)
         if not inventory:
             result.update(failed=True, changed=False, plans={}, errors={},
@@ -55,6 +56,12 @@ class ActionModule(ActionBase):
         wanted = [str(h) for h in (args["hosts"] or task_vars.get("ansible_play_hosts_all") or inventory)]
         # problems check_variables found (site.yml hands them over so that one message carries every mistake)
         variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
+        if args["check_variables"]:  # the hosts of this run against every role's specs, from the values read above
+            checked = variables.site_errors({h: hostvars[h] for h in wanted if h in hostvars}, names)
+            for host, found in checked.items():
+                for role, problems in found.items():
+                    known = variable_errors.setdefault(host, {}).setdefault(role, [])
+                    known.extend(p for p in problems if p not in known)
         target = Path(os.path.abspath(os.path.expanduser(str(args["artifact"])))) if args["artifact"] else None
         make = bool(args["make_artifact"])  # --tags plan: this run makes the artifact, wherever it is
         limited = set(wanted) != set(inventory)

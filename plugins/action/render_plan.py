@@ -83,12 +83,21 @@ class ActionModule(ActionBase):
         # plan here: one step, instead of passing a site's plans through a task argument (slow at thousands
         # of hosts); the same plan_site() the plan action runs
         broken: dict[str, list[str]] = {}
-        hostvars, groups = inventory_vars.site_inputs(task_vars, broken)
+        names: dict[str, list[str]] = {}
+        hostvars, groups = inventory_vars.site_inputs(task_vars, broken, names)
         clock.lap("inputs")
         if not hostvars:
             raise AnsibleActionFail("the inventory has no hosts: check the -i path (ansible-inventory --graph)")
-        # what check_variables refused (render.yml runs it first, as site.yml does): one message with the plan's
+        # what check_variables refused, given, and (check_variables: true) every host's variables against every
+        # role's argument specs, judged here from the values the plan read (check_variables' verdicts, without
+        # templating every host's variables twice): one message with the plan's
         variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
+        if args["check_variables"]:
+            for host, found in variables.site_errors(hostvars, names).items():
+                for role, problems in found.items():
+                    known = variable_errors.setdefault(host, {}).setdefault(role, [])
+                    known.extend(p for p in problems if p not in known)
+            clock.lap("variables")
         try:
             site = site_plan.plan_site(hostvars, groups)
             clock.lap("plan")

@@ -33,6 +33,14 @@ options:
       - When the plan fails, its result carries RV(errors) and the message only, not the plans.
     type: dict
     default: {}
+  check_variables:
+    description:
+      - Judge the variables of the hosts of this run against every role's argument specs here, as
+        M(metalserve.sglang.check_variables) does, from the values the plan reads (each host's variables are templated
+        once, not twice); its refusals join O(variable_errors) and the plan's own problems in one message.
+    type: bool
+    default: false
+    version_added: 0.2.0
   artifact:
     description:
       - Path of the site's plan artifact (JSON), relative to the working directory (under AWX/AAP, the project's
@@ -102,6 +110,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 ARGUMENT_SPEC = {"hosts": {"type": "list", "elements": "str"},
                  "fail_on_error": {"type": "bool", "default": True},
                  "variable_errors": {"type": "dict", "default": {}},
+                 "check_variables": {"type": "bool", "default": False},
                  "artifact": {"type": "path"},
                  "apply_artifact": {"type": "bool", "default": False},
                  "make_artifact": {"type": "bool", "default": False}}

@@ -28,6 +28,14 @@ options:
       - The C(errors) of M(metalserve.sglang.check_variables) run with C(fail_on_error=false); a site with any is
         refused with them and the plan's own problems in one message, and nothing is written.
     type: dict
+  check_variables:
+    description:
+      - Judge every host's variables against every role's argument specs here, as M(metalserve.sglang.check_variables)
+        does, from the values the plan reads (each host's variables are templated once); its refusals join the plan's
+        in one message. V(false) leaves it to O(variable_errors).
+    type: bool
+    default: true
+    version_added: 0.2.0
   template_dir:
     description: Directory with the templates, to replace the collection's own.
     type: path
@@ -84,6 +92,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 ARGUMENT_SPEC = {"dest": {"type": "path", "required": True},
                  "template_dir": {"type": "path"},
                  "variable_errors": {"type": "dict"},
+                 "check_variables": {"type": "bool", "default": True},
                  "artifact": {"type": "path"}}
 
 

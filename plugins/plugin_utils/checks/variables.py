@@ -245,6 +245,36 @@ TOKEN = re.compile(r"\b(hf_[A-Za-z0-9]{6,}|sk-[A-Za-z0-9_-]{6,}|gh[pousr]_[A-Za-
                    r"|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})")
 
 
+def host_errors(specs: Mapping[str, Mapping[str, Any]], values: Mapping[str, Any], names: Iterable[str],
+                broken: Mapping[str, str] | None = None) -> dict[str, list[str]]:
+    """One host's refusals, per role: its values (templated) against each role's spec, the names it sets that the
+    collection owns but does not read, and the variables that could not be templated (`broken`, under
+    "templating"). check_variables (Ansible's hostvars) and render_plan (the values the plan read) both judge here."""
+    found = role_errors(specs, values)
+    for role, typos in unknown_names(names, specs).items():
+        found.setdefault(role, []).extend(typos)
+    if broken:
+        found["templating"] = sorted(broken.values())
+    return found
+
+
+def site_errors(hostvars: Mapping[str, Mapping[str, Any]], names: Mapping[str, Iterable[str]],
+                roles: list[str] | None = None) -> dict[str, dict[str, list[str]]]:
+    """Every host's refusals (host_errors) from plain values already read, such as the plan's inputs
+    (inventory_vars.site_inputs), which hold every variable under the collection's prefixes: what check_variables
+    says of the same hosts, without templating their variables a second time. `names`: every variable name each host
+    has (its typos are judged by name)."""
+    specs = {role: role_options(role) for role in (roles or all_roles())}
+    wanted, secrets = variable_names(specs), secret_names(specs)
+    out: dict[str, dict[str, list[str]]] = {}
+    for host, plain in hostvars.items():
+        values, broken = read_values(wanted, plain.__contains__, plain.__getitem__, secrets)
+        found = host_errors(specs, values, names.get(host, list(plain)), broken)
+        if found:
+            out[host] = found
+    return out
+
+
 def redact(text: str) -> str:
     """A token pasted into the wrong variable must not reach the log through an error that quotes the value."""
     return TOKEN.sub(lambda m: m.group(0)[:3] + "********", text)

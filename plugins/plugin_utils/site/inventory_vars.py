@@ -28,12 +28,17 @@ def _read(view: Any, name: str, broken: list[str]) -> tuple[bool, Any]:
         return False, None
 
 
-def host_vars(hostvars: Any, host: str, broken: list[str] | None = None) -> dict[str, Any]:
+def host_vars(hostvars: Any, host: str, broken: list[str] | None = None,
+              every_name: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """One host's variables as the plan reads them (plain data). A variable that cannot be templated (an undefined
-    variable in its template) is left out and described in `broken`."""
+    variable in its template) is left out and described in `broken`; `every_name`, when given, gets the names of all
+    the host's variables (the variable check judges names outside our prefixes too)."""
     broken = [] if broken is None else broken
     view = hostvars[host]
-    names = [k for k in view if str(k).startswith(PREFIXES) or k in READ_ALSO]
+    every = [str(k) for k in view]
+    if every_name is not None:
+        every_name[host] = every
+    names = [k for k in every if k.startswith(PREFIXES) or k in READ_ALSO]
     out = {}
     for k in names:
         ok, value = _read(view, k, broken)
@@ -67,16 +72,16 @@ def routable(addresses: list[Any]) -> list[Any]:
 
 
 def site_inputs(task_vars: dict[str, Any], broken: dict[str, list[str]] | None = None,
-                ) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+                names: dict[str, list[str]] | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
     """(hostvars, groups) of the whole inventory, as site.plan.plan_site() takes them; variables that cannot be
-    templated go into `broken` per host."""
+    templated go into `broken` per host; `names`, when given, gets every variable name of each host."""
     broken = {} if broken is None else broken
     groups = {str(g): [str(h) for h in members] for g, members in task_vars["groups"].items()}
     hostvars_view = task_vars["hostvars"]
     out = {}
     for h in sorted(groups.get("all", [])):
         problems: list[str] = []
-        out[h] = host_vars(hostvars_view, h, problems)
+        out[h] = host_vars(hostvars_view, h, problems, names)
         if problems:
             broken[h] = problems
     return out, groups
