@@ -193,7 +193,20 @@ def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT) -> dic
             "modules_by_action": counts["actions"],
             "changed": sum(h.get("changed", 0) for h in recap.values()),
             "failed": sum(h.get("failed", 0) for h in recap.values()), "hosts": len(recap),
+            # on a no-op or --check run, what reported a change (there should be nothing)
+            "changed_tasks": changed_tasks(proc.stdout) if kind != "first" else [],
             "slowest": parse_profile(proc.stdout)}
+
+
+def changed_tasks(stdout: str) -> list[str]:
+    """'<task> (<host>)' for every result Ansible printed as changed, under the TASK header it belongs to."""
+    out, task = [], ""
+    for line in stdout.splitlines():
+        if line.startswith("TASK ["):
+            task = line[6:].rsplit("]", 1)[0]
+        elif line.startswith("changed: ["):
+            out.append(f"{task} ({line[10:].split(']', 1)[0]})")
+    return out
 
 
 def render_inventory(n: int, path: Path) -> Path:
