@@ -389,7 +389,8 @@ def pd_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A PD pair (prefill node1, decode node2, mooncake) behind a PD router."""
     the = None
     try:
-        the = build("upgpd", 2, "pd", ["sglang-glm-5.3.service"], tmp_path_factory.mktemp("upgrade-pd"))
+        the = build("upgpd", 2, "pd", [f"sglang-glm-5.3-{role}.service" for role in ("prefill", "decode")],
+                    tmp_path_factory.mktemp("upgrade-pd"))
         yield the
     finally:
         if the is not None:
@@ -402,25 +403,27 @@ def test_7_a_pd_pair_moves_together_measured_through_a_router_of_its_own(pd_site
     a router started for the measurement on the decode head, moved, put back with their worker types. The pair is the
     router's only unit, so the outage must be allowed; without it the run is refused before any change."""
     site = pd_site
-    ports = {site.servers[0]: 30000, site.servers[1]: 30100}
-    before = {h: site.node(h, UNIT, p) for h, p in ports.items()}
+    # the prefill on node1 (--port 30000), the decode on node2 (--port 30100: data/sglang/ports.yml, pd_decode_serve)
+    ports = {site.servers[0]: ("/etc/systemd/system/sglang-glm-5.3-prefill.service", 30000),
+             site.servers[1]: ("/etc/systemd/system/sglang-glm-5.3-decode.service", 30100)}
+    before = {h: site.node(h, *where) for h, where in ports.items()}
     for node in before.values():
         expect_release(node, OLD)
     site.set_vars("all", sglang_version=NEW)
     refused = site.upgrade("-e", json.dumps({"upgrade_from": {"sglang_version": OLD}}))
     assert refused.returncode != 0 and "upgrade_allow_outage" in refused.stdout, refused.stdout[-3000:]
-    assert {h: site.node(h, UNIT, p) for h, p in ports.items()} == before
+    assert {h: site.node(h, *where) for h, where in ports.items()} == before
     start = time.monotonic()
     run = site.upgrade("-e", json.dumps({"upgrade_from": {"sglang_version": OLD}, "upgrade_allow_outage": True}))
     site.timings["good upgrade, one PD pair + router (s)"] = round(time.monotonic() - start, 1)
     assert run.returncode == 0, run.stdout[-5000:]
     state = site.state()
-    pair = "+".join(f"glm-5.3@{h}" for h in site.servers)
+    pair = f"glm-5.3-prefill@{site.servers[0]}+glm-5.3-decode@{site.servers[1]}"
     assert state["status"] == "committed" and state["canary"] == pair, state
     unit = state["units"][pair]
     assert unit["phase"] == "promoted" and unit["verdict"]["ok"], unit
     assert "Start it (systemd-run; the client release's sglang-router)" in run.stdout
-    for host, port in ports.items():
-        expect_release(site.node(host, UNIT, port), NEW)
+    for host, where in ports.items():
+        expect_release(site.node(host, *where), NEW)
     types = sorted((w["url"].rsplit(":", 1)[1], w.get("worker_type")) for w in site.workers())
     assert types == [("30000", "prefill"), ("30100", "decode")], site.workers()

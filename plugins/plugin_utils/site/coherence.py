@@ -266,12 +266,6 @@ def site_problems(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str
     return problems
 
 
-def _shared(hosts: list[str], hostvars: dict[str, dict[str, Any]], key: str) -> Any:
-    """The one value of `key` every host of a group holds (None when they differ or none sets it)."""
-    values = {repr(hostvars.get(h, {}).get(key)) for h in hosts}
-    return hostvars[hosts[0]].get(key) if len(values) == 1 else None
-
-
 def two_racks(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> Iterator[Problem]:
     """A host left in two rack groups: Ansible merges both groups' variables and the later group wins, silently
     (the host takes the other rack's recipe). A rack group is one whose other hosts (two or more) all share one
@@ -282,14 +276,22 @@ def two_racks(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
         hosts = sorted({str(h) for h in members if str(h) in hostvars})
         if group in ("all", "ungrouped") or len(hosts) < 3:
             continue
+        # each host's rack, and how many of the group hold each: the other hosts share one rack when, without this
+        # host's own, a single value is left (linear in the group, for groups of thousands)
+        racks = {h: repr(hostvars[h].get("sglang_rack")) for h in hosts}
+        counts: dict[str, int] = defaultdict(int)
+        for value in racks.values():
+            counts[value] += 1
+        if len(counts) > 2:
+            continue  # without any one host, two values or more are left
         for host in hosts:
-            others = [h for h in hosts if h != host]
-            rack = _shared(others, hostvars, "sglang_rack")
-            if rack is not None:
-                by_host[host].append((group, rack))
+            left = [v for v, n in counts.items() if n - (v == racks[host]) > 0]
+            if len(left) == 1 and left[0] != repr(None):
+                shared = next(hostvars[h].get("sglang_rack") for h in hosts if racks[h] == left[0])
+                by_host[host].append((group, shared))
     for host, seen in sorted(by_host.items()):
-        racks = {repr(r) for _g, r in seen}
-        if len(racks) > 1:
+        racks_seen = {repr(r) for _g, r in seen}
+        if len(racks_seen) > 1:
             named = ", ".join(f"{g} (its other hosts: sglang_rack {r})" for g, r in seen)
             yield host, (f"{host} is in two racks' groups: {named}; Ansible merges both groups' variables and one "
                          f"silently wins (here sglang_rack {hostvars[host].get('sglang_rack')}, with that group's "
