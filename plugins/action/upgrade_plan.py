@@ -15,7 +15,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils import atomic
 from ansible_collections.metalserve.sglang.plugins.modules.upgrade_plan import ARGUMENT_SPEC
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import verify as verify_checks
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement, replicas
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.upgrade import change, planner, waves
@@ -69,11 +69,16 @@ def measure_target(unit: dict[str, Any], target: dict[str, dict[str, Any]],
                            "router": None, "gpus": int(rec["gpus_per_node"]) * int(rec["nodes"]), "skip": []}
     if prefill:
         p = target[prefill]
-        out["router"] = {"prefill": f"http://{p['listen_address']}:{p['recipe']['port']}",
-                         "bootstrap_port": p["recipe"].get("bootstrap_port"),
+        out["router"] = {"prefill": placement.worker_url(p), "bootstrap_port": p["recipe"].get("bootstrap_port"),
                          "decode": local}
         out["url"] = None  # the measuring router's, on a port the playbook gives (upgrade_measure_router_port)
-        out["skip"] = list(load_catalog().router.get("routes_missing") or [])  # what verify.yml skips on routers
+        # judged as verify.yml judges a router: the workers' expectations, less the routes sglang-router lacks
+        out["verify_target"] = verify_checks.through_router(unit["id"], None, rec.get("served_model_name"), argv,
+                                                            target[decode].get("verify") or {})
+    else:  # judged as verify.yml judges this server (its first replica on a host of several)
+        out["verify_target"] = {**verify_checks.targets(target[decode])[0], "instance": unit["id"]}
+    # the checks the model's data or the router rule out are not asked (verify_endpoint.py --skip)
+    out["skip"] = sorted(out["verify_target"].get("not_applicable") or {})
     return out
 
 

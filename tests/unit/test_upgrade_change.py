@@ -204,7 +204,7 @@ def test_servers_bound_to_their_address_are_measured_and_drained_there() -> None
     planned = plan_site(hv, groups)
     assert planned["errors"] == {}
     plans = planned["plans"]
-    unit = {"heads": ["n2"], "routers": ["r"], "hosts": ["n2"]}
+    unit = {"id": "glm-5.3@n2", "heads": ["n2"], "routers": ["r"], "hosts": ["n2"]}
     measured = up.measure_target(unit, plans, plans)
     assert measured["url"] == "http://10.0.0.2:30000"
     [entry] = up.pool_entries(unit, plans)
@@ -275,3 +275,34 @@ def test_a_docker_site_is_measured_with_the_image_it_ran_before() -> None:
     assert any(line.startswith("+") and new_image in line for line in diff.splitlines())
     measured = up.measure_target(decision["canary"], decision["target"]["plans"], decision["previous"]["plans"])
     assert measured["client"] == {"method": "docker", "python": "python3", "image": old_image}
+
+
+def test_a_pd_pair_is_judged_as_verify_yml_judges_a_router() -> None:
+    """A PD pair is measured through a router upgrade.yml starts: the routes sglang-router lacks are not asked and
+    not counted as failures (the lab's PD pair was rolled back for 'messages: not run'), exactly the checks
+    verify.yml leaves out of a site router of the same workers; a plain server's measurement is judged with its
+    model's expectations, as verify.yml judges it."""
+    from ansible_collections.metalserve.sglang.plugins.action import upgrade_plan as up  # noqa: PLC0415
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import verify  # noqa: PLC0415
+    base = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-throughput",
+            "sglang_install_method": "uv", "sglang_model_path": "/srv/models/glm", "sglang_version": NEW}
+    hv = {"p": {**base, "ansible_host": "10.0.2.1", "sglang_pd": {"role": "prefill", "transfer_backend": "mooncake"}},
+          "d": {**base, "ansible_host": "10.0.2.2", "sglang_pd": {"role": "decode", "transfer_backend": "mooncake"}},
+          "r": {"sglang_role": "router", "sglang_router_workers_group": "servers", "sglang_install_method": "uv",
+                "sglang_version": NEW, "ansible_host": "10.0.2.9"}}
+    planned = plan_site(hv, {"all": sorted(hv), "servers": ["p", "d"], "routers": ["r"]})
+    assert planned["errors"] == {}
+    plans = planned["plans"]
+    unit = {"id": "pair", "heads": ["p", "d"], "routers": ["r"], "hosts": ["p", "d"]}
+    measured = up.measure_target(unit, plans, plans)
+    site_router = verify.targets(plans["r"])[0]
+    assert measured["skip"] == sorted(site_router["not_applicable"]) and "messages" in measured["skip"]
+    assert measured["router"]["prefill"] == "http://10.0.2.1:30000" and measured["url"] is None
+    rows = verify.rows("d", {**measured["verify_target"], "url": "http://127.0.0.1:8001"},
+                       {c: {"skipped": True} if c in measured["skip"] else {"status": 200, "json": {}}
+                        for c in verify.CHECKS}, 30.0)
+    assert [r["check"] for r in rows if r["check"] in measured["skip"] and not r["ok"]] == []
+    one = {**hv, "n": {**base, "ansible_host": "10.0.2.3"}}
+    plain = plan_site(one, {"all": sorted(one), "servers": ["p", "d"], "routers": ["r"]})["plans"]
+    server = up.measure_target({"id": "glm-5.3@n", "heads": ["n"], "routers": [], "hosts": ["n"]}, plain, plain)
+    assert server["verify_target"] == {**verify.targets(plain["n"])[0], "instance": "glm-5.3@n"}

@@ -56,14 +56,16 @@ def test_a_change_on_one_member_moves_the_whole_instance() -> None:
         "tp16b@b1", "glm-5.3-prefill@p1+glm-5.3-decode@d1"]
 
 
-def test_pd_leftovers_move_alone_and_a_head_is_paired_once() -> None:
+def test_pd_leftovers_join_the_last_pair_and_a_head_is_paired_once() -> None:
+    """p3 has no decode of its own: alone it could not be measured (a prefill answers nothing without a decode), so
+    it moves with ra's last pair."""
     plans = {"p1": server("pre", "p1", ["p1"], "r", "prefill"), "p2": server("pre", "p2", ["p2"], "r", "prefill"),
              "p3": server("pre", "p3", ["p3"], "r", "prefill"), "d1": server("dec", "d1", ["d1"], "r", "decode"),
              "d2": server("dec", "d2", ["d2"], "r", "decode"),
              "ra": router(["p1", "p2", "p3", "d1", "d2"], "pd"), "rb": router(["p2", "d2"], "pd")}
-    assert waves.pd_pairs(plans) == [("p1", "d1"), ("p2", "d2")]
+    assert waves.pd_pairs(plans) == [("p1", "d1"), ("p2", "d2", "p3")]
     assert [(u["id"], u["routers"]) for u in waves.movable_units(plans)] == [
-        ("pre@p1+dec@d1", ["ra"]), ("pre@p2+dec@d2", ["ra", "rb"]), ("pre@p3", ["ra"])]
+        ("pre@p1+dec@d1", ["ra"]), ("pre@p2+dec@d2+pre@p3", ["ra", "rb"])]
 
 
 def plain_site(racks: dict[str, list[str]], pools: dict[str, list[str]]) -> dict[str, dict[str, Any]]:

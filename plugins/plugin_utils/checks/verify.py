@@ -27,12 +27,8 @@ def targets(plan: dict[str, Any] | None) -> list[dict[str, Any]]:
     not PD workers: their router answers), or its router; [] for anything else."""
     plan = plan or {}
     if plan.get("role") == "router":
-        router = load_catalog().router
-        expect = plan.get("verify") or {}
-        skip = {check: router.get("routes_missing_reason", "") for check in router.get("routes_missing") or []}
-        return [{"instance": plan["instance"], "url": plan["health_url"].removesuffix("/health"),
-                 "served_model_name": plan.get("served_model_name"), "argv": plan.get("worker_argv") or [],
-                 "verify": expect, "not_applicable": {**not_applicable(expect), **skip}}]
+        return [through_router(plan["instance"], plan["health_url"].removesuffix("/health"),
+                               plan.get("served_model_name"), plan.get("worker_argv") or [], plan.get("verify") or {})]
     out = []
     if plan.get("role") == "server" and plan.get("rank") == 0 and not plan["recipe"].get("pd_role"):
         for instance in replicas.instances_of(plan):
@@ -45,6 +41,16 @@ def targets(plan: dict[str, Any] | None) -> list[dict[str, Any]]:
                 target["not_applicable"] = skip
             out.append(target)
     return out
+
+
+def through_router(instance: str, url: str | None, served: str | None, argv: list[str],
+                   expect: dict[str, Any]) -> dict[str, Any]:
+    """What verify asks through a router (a site's, or the one upgrade.yml starts to measure a PD pair): the workers'
+    expectations, less the checks of routes the pinned sglang-router lacks (data/sglang/versions.yml's router)."""
+    router = load_catalog().router
+    skip = {check: router.get("routes_missing_reason", "") for check in router.get("routes_missing") or []}
+    return {"instance": instance, "url": url, "served_model_name": served, "argv": argv, "verify": expect,
+            "not_applicable": {**not_applicable(expect), **skip}}
 
 
 def not_applicable(expect: dict[str, Any]) -> dict[str, str]:

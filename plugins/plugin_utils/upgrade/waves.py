@@ -8,7 +8,7 @@ instance), a host of several servers (sglang_replicas: its replicas share the in
 together), or, behind a PD router, a prefill instance with the decode instance it is paired with. PD pairs are
 formed per router: its prefill heads and its decode heads, each sorted, the i-th of one with the i-th of the other
 (the router mixes any prefill with any decode, so moving them two by two keeps one old and one new pair serving
-while a pair is out); what is left over moves alone. Units never split across a canary, a wave or a rollback.
+while a pair is out); what is left over joins the router's last pair (a PD worker alone cannot be measured). Units never split across a canary, a wave or a rollback.
 
 A *pool* is the set of units one router sends traffic to. Every unit in a wave is taken out of its pools while it
 moves, so a wave must leave every pool at least one unit that serves: the planner splits a wave that would empty a
@@ -35,20 +35,26 @@ def instances(plans: Plans) -> dict[str, list[str]]:
     return out
 
 
-def pd_pairs(plans: Plans) -> list[tuple[str, str]]:
+def pd_pairs(plans: Plans) -> list[tuple[str, ...]]:
     """(prefill head, decode head) pairs, per PD router: i-th sorted prefill with i-th sorted decode. A head already
-    paired by an earlier router (sorted by name) keeps that pair."""
+    paired by an earlier router (sorted by name) keeps that pair. The router's heads left over (more prefill than
+    decode, or the other way) join its last pair: a PD worker alone cannot be measured (a prefill answers nothing
+    without a decode), so it moves, and is rolled back, with a pair it can serve with."""
     paired: set[str] = set()
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, ...]] = []
     for _router, plan in sorted(plans.items()):
         if plan.get("role") != "router" or plan.get("mode") != "pd":
             continue
         heads = [h for h in plan.get("worker_hosts") or [] if h not in paired]
         prefill = sorted(h for h in heads if plans[h]["recipe"].get("pd_role") == "prefill")
         decode = sorted(h for h in heads if plans[h]["recipe"].get("pd_role") == "decode")
-        for p, d in zip(prefill, decode):
-            out.append((p, d))
-            paired.update((p, d))
+        pairs: list[tuple[str, ...]] = list(zip(prefill, decode))
+        left = prefill[len(pairs):] + decode[len(pairs):]
+        if pairs and left:
+            pairs[-1] = pairs[-1] + tuple(left)
+        for group in pairs:
+            out.append(group)
+            paired.update(group)
     return out
 
 
