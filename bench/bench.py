@@ -202,8 +202,8 @@ def changed_tasks(stdout: str) -> list[str]:
     """'<task> (<host>)' for every result Ansible printed as changed, under the TASK header it belongs to."""
     out, task = [], ""
     for line in stdout.splitlines():
-        if line.startswith("TASK ["):
-            task = line[6:].rsplit("]", 1)[0]
+        if line.startswith(("TASK [", "RUNNING HANDLER [")):
+            task = line.split("[", 1)[1].rsplit("]", 1)[0]
         elif line.startswith("changed: ["):
             out.append(f"{task} ({line[10:].split(']', 1)[0]})")
     return out

@@ -47,16 +47,30 @@ def pool_entries(unit: dict[str, Any], plans: dict[str, dict[str, Any]]) -> list
     return out
 
 
+def verify_of(unit: dict[str, Any], plans: dict[str, dict[str, Any]], decode: str, pd: bool) -> dict[str, Any]:
+    """What verify asks of the unit under one plan (the running one before the move and after a rollback, the target
+    after the move), judged as verify.yml judges it: a PD unit as a router of its workers (the routes sglang-router
+    lacks not asked), anything else as its (first) server. `skip`: the checks not asked (verify_endpoint.py --skip)."""
+    plan = plans[decode]
+    if pd:
+        target = verify_checks.through_router(unit["id"], None, plan["recipe"].get("served_model_name"), plan["argv"],
+                                              plan.get("verify") or {})
+    else:
+        target = {**verify_checks.targets(plan)[0], "instance": unit["id"]}
+    return {**target, "skip": sorted(target.get("not_applicable") or {})}
+
+
 def measure_target(unit: dict[str, Any], target: dict[str, dict[str, Any]],
                    previous: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Where and how the unit is measured: on its (decode) head, at the address it binds, with the client of the release it ran
-    before (the same bench_serving before and after the upgrade). A PD pair is measured through a router of its own,
-    started for the measurement on the decode head. A host of several servers (sglang_replicas) is measured on its
-    first replica (they share the cell, the install and the weights); the server role waits for every replica's
-    /health when it moves or rolls back."""
+    before (the same bench_serving before and after the upgrade). A PD unit is measured through a router of its own,
+    started for the measurement on its first decode head, with every prefill and decode of the unit behind it. A host
+    of several servers (sglang_replicas) is measured on its first replica (they share the cell, the install and the
+    weights); the server role waits for every replica's /health when it moves or rolls back. `verify` holds what
+    each side is judged by: `before` (also a rollback's proof) under the running plan, `after` under the target's."""
     heads = unit["heads"]
     decode = next((h for h in heads if target[h]["recipe"].get("pd_role") == "decode"), heads[0])
-    prefill = next((h for h in heads if target[h]["recipe"].get("pd_role") == "prefill"), None)
+    pd = bool(target[decode]["recipe"].get("pd_role"))
     rec = target[decode]["recipe"]
     before = previous.get(decode) or target[decode]
     argv = target[decode]["argv"]
@@ -66,19 +80,22 @@ def measure_target(unit: dict[str, Any], target: dict[str, dict[str, Any]],
                            "model_path": argv[argv.index("--model-path") + 1], "argv": argv,
                            "client": {"method": before["install"]["method"], "python": before["install"]["python"],
                                       "image": before["install"].get("image")},
-                           "router": None, "gpus": int(rec["gpus_per_node"]) * int(rec["nodes"]), "skip": []}
-    if prefill:
-        p = target[prefill]
-        out["router"] = {"prefill": placement.worker_url(p), "bootstrap_port": p["recipe"].get("bootstrap_port"),
-                         "decode": local}
+                           "router": None, "gpus": int(rec["gpus_per_node"]) * int(rec["nodes"]),
+                           "verify": {"before": verify_of(unit, previous if decode in previous else target, decode, pd),
+                                      "after": verify_of(unit, target, decode, pd)}}
+    if pd:
+        workers: list[str] = []
+        for head in heads:  # the measuring head's decode at the address it answers on; the others where they listen
+            role = target[head]["recipe"].get("pd_role")
+            if role == "prefill":
+                port = target[head]["recipe"].get("bootstrap_port")
+                workers += ["--prefill", placement.worker_url(target[head])] + ([str(port)] if port else [])
+            elif role == "decode":
+                workers += ["--decode", local if head == decode else placement.worker_url(target[head])]
+        if "--prefill" not in workers:
+            raise waves.WavePlanError(f"{unit['id']}: a PD unit without a prefill cannot be measured")
+        out["router"] = {"args": ["--pd-disaggregation"] + workers}
         out["url"] = None  # the measuring router's, on a port the playbook gives (upgrade_measure_router_port)
-        # judged as verify.yml judges a router: the workers' expectations, less the routes sglang-router lacks
-        out["verify_target"] = verify_checks.through_router(unit["id"], None, rec.get("served_model_name"), argv,
-                                                            target[decode].get("verify") or {})
-    else:  # judged as verify.yml judges this server (its first replica on a host of several)
-        out["verify_target"] = {**verify_checks.targets(target[decode])[0], "instance": unit["id"]}
-    # the checks the model's data or the router rule out are not asked (verify_endpoint.py --skip)
-    out["skip"] = sorted(out["verify_target"].get("not_applicable") or {})
     return out
 
 
@@ -117,7 +134,14 @@ class ActionModule(ActionBase):
         units = {}
         for unit in moving:
             kept = (new_state or {}).get("units", {}).get(unit["id"], {})
-            entry = {**unit, "pool": pool_entries(unit, target), "measure": measure_target(unit, target, previous),
+            try:
+                measure = measure_target(unit, target, previous)
+            except waves.WavePlanError as exc:
+                return {**result, "failed": True, "changed": False, "msg": str(exc)}
+            # taken out of the pools where the routers have it now (the running plan's URLs), put back where the plan
+            # it ends on serves (the target's, or the running plan's after a rollback)
+            entry = {**unit, "pool": pool_entries(unit, target), "pool_before": pool_entries(unit, previous),
+                     "measure": measure,
                      "phase": kept.get("phase", "pending"), "measured_before": bool(kept.get("before")),
                      "image_ids": kept.get("image_ids") or {}, "wave": kept.get("wave", 0)}
             for host in unit["hosts"]:

@@ -68,6 +68,16 @@ def test_pd_leftovers_join_the_last_pair_and_a_head_is_paired_once() -> None:
         ("pre@p1+dec@d1", ["ra"]), ("pre@p2+dec@d2+pre@p3", ["ra", "rb"])]
 
 
+def test_a_pd_worker_left_over_by_its_router_joins_the_pair_it_shares_a_router_with() -> None:
+    """ra pairs p1 with d1; rb holds p1 and d2, and p1 is taken: d2 has no pair of rb's own, so it joins ra's pair
+    (it shares rb with p1). Alone, it could not be measured (the review's case, which crashed the planner)."""
+    plans = {"p1": server("pre", "p1", ["p1"], "r", "prefill"), "d1": server("dec", "d1", ["d1"], "r", "decode"),
+             "d2": server("dec", "d2", ["d2"], "r", "decode"),
+             "ra": router(["p1", "d1"], "pd"), "rb": router(["p1", "d2"], "pd")}
+    assert waves.pd_pairs(plans) == [("p1", "d1", "d2")]
+    assert [(u["id"], u["routers"]) for u in waves.movable_units(plans)] == [("pre@p1+dec@d1+dec@d2", ["ra", "rb"])]
+
+
 def plain_site(racks: dict[str, list[str]], pools: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
     plans: dict[str, dict[str, Any]] = {}
     for rack, hosts in racks.items():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import replicas
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.upgrade import change, waves
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.upgrade import state as st
 
@@ -72,6 +73,12 @@ def decide(plan_site: PlanSite, inventory: dict[str, dict[str, Any]], groups: di
     if reshaped:
         problems.append(f"the target changes which hosts form {', '.join(reshaped)} (instances, members or PD pairs); "
                         "upgrade.yml moves instances as they are: reshape the site with site.yml")
+    for host in moving_hosts:  # a host's servers (sglang_replicas) move as they are: their count and names stay
+        before, after = _servers(running["plans"].get(host)), _servers(target["plans"].get(host))
+        if before and after and before != after:
+            problems.append(f"the target changes the servers {host} runs ({', '.join(before)} -> {', '.join(after)}: "
+                            "sglang_replicas); upgrade.yml moves a host's servers as they are: change them with "
+                            "site.yml first")
     if problems:
         raise UpgradeRefused("the target cannot be reached by an upgrade:\n" + "\n".join(f"  - {p}" for p in problems))
     routers = [h for h in moving_hosts if target["plans"][h]["role"] == "router"]
@@ -131,6 +138,13 @@ def decide(plan_site: PlanSite, inventory: dict[str, dict[str, Any]], groups: di
                       for w in plan if set(w["units"]) & left],
                routers=[r for r in routers if new_state["routers"].get(r, {}).get("phase") != "promoted"])
     return out
+
+
+def _servers(plan: dict[str, Any] | None) -> list[str]:
+    """The serving instances a server host's plan runs (its replicas', or its own), [] for anything else."""
+    if not plan or plan.get("role") != "server":
+        return []
+    return [str(p["instance"]) for p in replicas.instances_of(plan)]
 
 
 def _wave_fields(ids: list[str], by_id: dict[str, dict[str, Any]], units: list[dict[str, Any]]) -> dict[str, Any]:

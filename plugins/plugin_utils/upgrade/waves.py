@@ -52,6 +52,12 @@ def pd_pairs(plans: Plans) -> list[tuple[str, ...]]:
         left = prefill[len(pairs):] + decode[len(pairs):]
         if pairs and left:
             pairs[-1] = pairs[-1] + tuple(left)
+        elif left:  # this router's other workers were paired by an earlier router: join the last such pair
+            mine = set(plan.get("worker_hosts") or [])
+            at = max((i for i, group in enumerate(out) if mine & set(group)), default=None)
+            if at is not None:
+                out[at] = out[at] + tuple(left)
+                paired.update(left)
         for group in pairs:
             out.append(group)
             paired.update(group)
