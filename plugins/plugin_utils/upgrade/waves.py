@@ -8,7 +8,8 @@ instance), a host of several servers (sglang_replicas: its replicas share the in
 together), or, behind a PD router, a prefill instance with the decode instance it is paired with. PD pairs are
 formed per router: its prefill heads and its decode heads, each sorted, the i-th of one with the i-th of the other
 (the router mixes any prefill with any decode, so moving them two by two keeps one old and one new pair serving
-while a pair is out); what is left over joins the router's last pair (a PD worker alone cannot be measured). Units never split across a canary, a wave or a rollback.
+while a pair is out); what is left over joins the router's last pair (a PD worker alone cannot be
+measured). Units never split across a canary, a wave or a rollback.
 
 A *pool* is the set of units one router sends traffic to. Every unit in a wave is taken out of its pools while it
 moves, so a wave must leave every pool at least one unit that serves: the planner splits a wave that would empty a
