@@ -148,3 +148,19 @@ def test_a_refusal_says_what_the_spec_wants() -> None:
     found = variables.role_errors({"sglang_server": variables.role_options("sglang_server")},
                                   {"sglang_server_health_timeout": "20m"})
     assert "(sglang_server_health_timeout wants int, default " in found["sglang_server"][0]
+
+
+def test_a_secret_in_a_mistyped_value_is_not_quoted() -> None:
+    """The operator trial's leak: sglang_env given as a list of NAME=VALUE items; the type error quoted the list, and
+    a key of no known token shape (WANDB_API_KEY's) reached the log. A key in a plan path (hf_endpoint) is not a
+    token and stays readable."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError  # noqa: PLC0415
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import coerce  # noqa: PLC0415
+    wandb = "0a1b2c3d4e5f60718293a4b5c6d7e8f9WANDBSECRET"
+    with pytest.raises(RecipeError) as err:
+        coerce(["HF_TOKEN=hf_" + "x" * 34, f"WANDB_API_KEY={wandb}", "NCCL_DEBUG=INFO"], "dict", "sglang_env")
+    text = variables.redact(str(err.value))
+    assert wandb not in text and "hf_xxxx" not in text and "'NCCL_DEBUG=INFO'" in text, text
+    assert "'WANDB_API_KEY=<hidden>'" in text
+    assert variables.redact("at stages.weights.settings.hf_endpoint (from model_weights_hf_endpoint)") == \
+        "at stages.weights.settings.hf_endpoint (from model_weights_hf_endpoint)"

@@ -240,8 +240,9 @@ def _known_names(roles: tuple[str, ...]) -> frozenset[str]:
     return frozenset(n for role in roles for n in role_options(role))
 
 
-#: common token formats (Hugging Face, OpenAI/Anthropic-style keys, GitHub, GitLab, Slack, AWS access key ids)
-TOKEN = re.compile(r"\b(hf_[A-Za-z0-9]{6,}|sk-[A-Za-z0-9_-]{6,}|gh[pousr]_[A-Za-z0-9]{10,}|glpat-[A-Za-z0-9_-]{10,}"
+#: common token formats (Hugging Face, OpenAI/Anthropic-style keys, GitHub, GitLab, Slack, AWS access key ids); not
+#: a key in a dotted path (stages.weights.settings.hf_endpoint names a setting, not a token)
+TOKEN = re.compile(r"(?<!\.)\b(hf_[A-Za-z0-9]{6,}|sk-[A-Za-z0-9_-]{6,}|gh[pousr]_[A-Za-z0-9]{10,}|glpat-[A-Za-z0-9_-]{10,}"
                    r"|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})")
 
 
