@@ -287,7 +287,7 @@ def two_racks(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
         for host in hosts:
             left = [v for v, n in counts.items() if n - (v == racks[host]) > 0]
             if len(left) == 1 and left[0] != repr(None):
-                shared = next(hostvars[h].get("sglang_rack") for h in hosts if racks[h] == left[0])
+                shared = next((hostvars[h].get("sglang_rack") for h in hosts if racks[h] == left[0]), None)
                 by_host[host].append((group, shared))
     for host, seen in sorted(by_host.items()):
         racks_seen = {repr(r) for _g, r in seen}
