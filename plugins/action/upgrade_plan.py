@@ -16,6 +16,8 @@ from ansible_collections.metalserve.sglang.plugins.modules.upgrade_plan import A
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import verify as verify_checks
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars, placement, replicas
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.upgrade import change, planner, waves
@@ -61,10 +63,11 @@ def verify_of(unit: dict[str, Any], plans: dict[str, dict[str, Any]], decode: st
 
 
 def measure_target(unit: dict[str, Any], target: dict[str, dict[str, Any]],
-                   previous: dict[str, dict[str, Any]]) -> dict[str, Any]:
+                   previous: dict[str, dict[str, Any]], router_port: int = 39100) -> dict[str, Any]:
     """Where and how the unit is measured: on its (decode) head, at the address it binds, with the client of the release it ran
     before (the same bench_serving before and after the upgrade). A PD unit is measured through a router of its own,
-    started for the measurement on its first decode head, with every prefill and decode of the unit behind it. A host
+    started for the measurement on its first decode head (127.0.0.1:`router_port`, upgrade_measure_router_port),
+    with every prefill and decode of the unit behind it. A host
     of several servers (sglang_replicas) is measured on its first replica (they share the cell, the install and the
     weights); the server role waits for every replica's /health when it moves or rolls back. `verify` holds what
     each side is judged by: `before` (also a rollback's proof) under the running plan, `after` under the target's."""
@@ -84,18 +87,22 @@ def measure_target(unit: dict[str, Any], target: dict[str, dict[str, Any]],
                            "verify": {"before": verify_of(unit, previous if decode in previous else target, decode, pd),
                                       "after": verify_of(unit, target, decode, pd)}}
     if pd:
-        workers: list[str] = []
-        for head in heads:  # the measuring head's decode at the address it answers on; the others where they listen
+        # every prefill and decode of the unit behind it; the measuring head's decode where it answers locally
+        spec: dict[str, Any] = {"mode": "pd", "host": "127.0.0.1", "port": router_port, "metrics_port": router_port + 1,
+                                "prefill": [], "decode": []}
+        for head in heads:
             role = target[head]["recipe"].get("pd_role")
             if role == "prefill":
-                port = target[head]["recipe"].get("bootstrap_port")
-                workers += ["--prefill", placement.worker_url(target[head])] + ([str(port)] if port else [])
+                spec["prefill"].append({"url": placement.worker_url(target[head]),
+                                        "bootstrap_port": target[head]["recipe"].get("bootstrap_port")})
             elif role == "decode":
-                workers += ["--decode", local if head == decode else placement.worker_url(target[head])]
-        if "--prefill" not in workers:
-            raise waves.WavePlanError(f"{unit['id']}: a PD unit without a prefill cannot be measured")
-        out["router"] = {"args": ["--pd-disaggregation"] + workers}
-        out["url"] = None  # the measuring router's, on a port the playbook gives (upgrade_measure_router_port)
+                spec["decode"].append(local if head == decode else placement.worker_url(target[head]))
+        try:
+            args = recipe_engine.router_args(spec)  # the one writer of sglang-router command lines
+        except RecipeError as exc:
+            raise waves.WavePlanError(f"{unit['id']}: cannot be measured through a router of its own: {exc}") from exc
+        out["router"] = {"args": args, "port": router_port}
+        out["url"] = f"http://127.0.0.1:{router_port}"
     return out
 
 
@@ -135,7 +142,7 @@ class ActionModule(ActionBase):
         for unit in moving:
             kept = (new_state or {}).get("units", {}).get(unit["id"], {})
             try:
-                measure = measure_target(unit, target, previous)
+                measure = measure_target(unit, target, previous, args["measure_router_port"])
             except waves.WavePlanError as exc:
                 return {**result, "failed": True, "changed": False, "msg": str(exc)}
             # taken out of the pools where the routers have it now (the running plan's URLs), put back where the plan

@@ -69,6 +69,13 @@ options:
     description: Try a target that was rolled back again.
     type: bool
     default: false
+  measure_router_port:
+    description:
+      - The port of the router a PD unit is measured through, started on its decode head on 127.0.0.1 (its metrics
+        on the next port). The command it runs is in the result's C(units.<host>.measure.router.args).
+    type: int
+    default: 39100
+    version_added: 0.2.0
   settings:
     description: The thresholds and measurement settings of the run, kept in the state with the target.
     type: dict
@@ -146,6 +153,7 @@ ARGUMENT_SPEC = {"dest": {"type": "path", "required": True},
                  "batch_size": {"type": "int", "default": 1},
                  "allow_outage": {"type": "bool", "default": False},
                  "retry": {"type": "bool", "default": False},
+                 "measure_router_port": {"type": "int", "default": 39100},
                  "settings": {"type": "dict", "default": {}}}
 
 

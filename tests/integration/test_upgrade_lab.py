@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 import yaml
@@ -163,16 +163,31 @@ def build(name: str, servers: int, shape: str, units: list[str], tmp: Path, **gr
     return the
 
 
-def keep(the: Lab, suffix: str = "") -> None:
-    """The run's timings (merged into RESULTS) and its rendered/upgrade/, for reading after the lab is gone."""
+def keep(the: Lab, label: str = "") -> None:
+    """The run's timings (merged into RESULTS, each key with the lab's label) and its rendered/upgrade/ (beside
+    RESULTS), for reading after the lab is gone."""
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    kept = RESULTS.with_name(RESULTS.stem + suffix)
+    kept = RESULTS.with_name(RESULTS.stem + (f"-{label}" if label else ""))
     subprocess.run(["rm", "-rf", str(kept)], check=False)
     if the.dir.exists():
         subprocess.run(["cp", "-r", str(the.dir), str(kept)], check=False)
     timings = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
-    RESULTS.write_text(json.dumps({**timings, **{k + suffix: v for k, v in the.timings.items()}}, indent=1) + "\n")
-    print(f"\nupgrade lab timings{suffix}: {json.dumps(the.timings)}")
+    tag = f" [{label}]" if label else ""
+    RESULTS.write_text(json.dumps({**timings, **{k + tag: v for k, v in the.timings.items()}}, indent=1) + "\n")
+    print(f"\nupgrade lab timings{tag}: {json.dumps(the.timings)}")
+
+
+def lab_of(name: str, label: str, servers: int, shape: str, units: list[str], tmp: Path,
+           **group_vars: Any) -> Iterator[Lab]:
+    """A module fixture's lab (build), kept (keep) and destroyed when the module is done, whatever happened."""
+    the = None
+    try:
+        the = build(name, servers, shape, units, tmp, **group_vars)
+        yield the
+    finally:
+        if the is not None:
+            keep(the, label)
+        lab.destroy(name)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -184,14 +199,7 @@ def fresh_results() -> Any:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    the = None
-    try:
-        the = build(NAME, 3, "plain", ["sglang-glm-5.3.service"], tmp_path_factory.mktemp("upgrade"))
-        yield the
-    finally:
-        if the is not None:
-            keep(the)
-        lab.destroy(NAME)
+    yield from lab_of(NAME, "", 3, "plain", ["sglang-glm-5.3.service"], tmp_path_factory.mktemp("upgrade"))
 
 
 def test_1_good_release_promoted_through_canary_and_two_waves(site: Lab) -> None:
@@ -345,16 +353,9 @@ REPLICA_UNITS = [f"sglang-{QWEN}-r{i}.service" for i in (0, 1)]
 def replica_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Two nodes, each running two Qwen3.8-27B TP2 servers (sglang_replicas: 2, ports 30000 and 30010), behind the
     router (four workers)."""
-    the = None
-    try:
-        the = build("upgr", 2, "plain", REPLICA_UNITS, tmp_path_factory.mktemp("upgrade-replicas"),
-                    sglang_model=QWEN, sglang_strategy="balanced", sglang_extra_args=["--tp-size", "2"],
-                    sglang_replicas=2)
-        yield the
-    finally:
-        if the is not None:
-            keep(the, " [replicas]")
-        lab.destroy("upgr")
+    yield from lab_of("upgr", "replicas", 2, "plain", REPLICA_UNITS, tmp_path_factory.mktemp("upgrade-replicas"),
+                      sglang_model=QWEN, sglang_strategy="balanced", sglang_extra_args=["--tp-size", "2"],
+                      sglang_replicas=2)
 
 
 def test_6_hosts_of_several_servers_move_whole(replica_site: Lab) -> None:
@@ -388,15 +389,8 @@ def test_6_hosts_of_several_servers_move_whole(replica_site: Lab) -> None:
 @pytest.fixture(scope="module")
 def pd_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A PD pair (prefill node1, decode node2, mooncake) behind a PD router."""
-    the = None
-    try:
-        the = build("upgpd", 2, "pd", [f"sglang-glm-5.3-{role}.service" for role in ("prefill", "decode")],
-                    tmp_path_factory.mktemp("upgrade-pd"))
-        yield the
-    finally:
-        if the is not None:
-            keep(the, " [pd]")
-        lab.destroy("upgpd")
+    yield from lab_of("upgpd", "pd", 2, "pd", [f"sglang-glm-5.3-{role}.service" for role in ("prefill", "decode")],
+                      tmp_path_factory.mktemp("upgrade-pd"))
 
 
 def test_7_a_pd_pair_moves_together_measured_through_a_router_of_its_own(pd_site: Lab) -> None:

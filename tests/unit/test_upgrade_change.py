@@ -293,7 +293,8 @@ def test_a_pd_unit_is_measured_through_a_router_of_every_worker_and_judged_as_a_
     router upgrade.yml starts with both prefills and the decode behind it; judged as verify.yml judges a router:
     /v1/messages, which sglang-router 0.3.2 does not route (data/sglang/router.yml), is not asked, so it is not a
     failure (the lab's PD pair was rolled back for 'messages: not run'). Expected values written by hand: ports from
-    data/sglang/ports.yml (prefill 30000, its bootstrap 8998, decode 30100), GLM-5.3's thinking toggle."""
+    data/sglang/ports.yml (prefill 30000, its bootstrap 8998, decode 30100), the measuring router on
+    upgrade_measure_router_port's default 39100, GLM-5.3's thinking toggle."""
     from ansible_collections.metalserve.sglang.plugins.action import upgrade_plan as up  # noqa: PLC0415
     from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import verify  # noqa: PLC0415
     running = plan_site(*pd_site(OLD, prefills=2))
@@ -305,10 +306,13 @@ def test_a_pd_unit_is_measured_through_a_router_of_every_worker_and_judged_as_a_
     unit = decision["canary"]
     assert unit["heads"] == ["p1", "d", "p2"] and decision["waves"] == []
     measured = up.measure_target(unit, decision["target"]["plans"], decision["previous"]["plans"])
-    assert measured["host"] == "d" and measured["url"] is None
-    assert measured["router"]["args"] == ["--pd-disaggregation", "--prefill", "http://10.0.2.1:30000", "8998",
-                                          "--decode", "http://127.0.0.1:30100",
-                                          "--prefill", "http://10.0.2.2:30000", "8998"]
+    assert measured["host"] == "d" and measured["url"] == "http://127.0.0.1:39100"
+    # the bootstrap port 8998 is sglang-router's default, so the command leaves it out, as the site's router does
+    assert measured["router"]["args"] == [
+        "--pd-disaggregation", "--prefill", "http://10.0.2.1:30000", "--prefill", "http://10.0.2.2:30000",
+        "--decode", "http://127.0.0.1:30100", "--host", "127.0.0.1", "--port", "39100",
+        "--prometheus-host", "127.0.0.1", "--prometheus-port", "39101",
+        "--disable-circuit-breaker", "--health-check-interval-secs", "999999"]
     for side in ("before", "after"):
         judged = measured["verify"][side]
         assert judged["skip"] == ["messages"] and judged["verify"]["reasoning_toggle"] == "enable_thinking"
