@@ -57,11 +57,8 @@ class ActionModule(ActionBase):
         # problems check_variables found (site.yml hands them over so that one message carries every mistake)
         variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
         if args["check_variables"]:  # the hosts of this run against every role's specs, from the values read above
-            checked = variables.site_errors({h: hostvars[h] for h in wanted if h in hostvars}, names)
-            for host, found in checked.items():
-                for role, problems in found.items():
-                    known = variable_errors.setdefault(host, {}).setdefault(role, [])
-                    known.extend(p for p in problems if p not in known)
+            variables.merge_errors(variable_errors,
+                                   variables.site_errors({h: hostvars[h] for h in wanted if h in hostvars}, names))
         target = Path(os.path.abspath(os.path.expanduser(str(args["artifact"])))) if args["artifact"] else None
         make = bool(args["make_artifact"])  # --tags plan: this run makes the artifact, wherever it is
         limited = set(wanted) != set(inventory)

@@ -93,10 +93,7 @@ class ActionModule(ActionBase):
         # templating every host's variables twice): one message with the plan's
         variable_errors = {str(h): v for h, v in (args["variable_errors"] or {}).items() if v}
         if args["check_variables"]:
-            for host, found in variables.site_errors(hostvars, names).items():
-                for role, problems in found.items():
-                    known = variable_errors.setdefault(host, {}).setdefault(role, [])
-                    known.extend(p for p in problems if p not in known)
+            variables.merge_errors(variable_errors, variables.site_errors(hostvars, names))
             clock.lap("variables")
         try:
             site = site_plan.plan_site(hostvars, groups)

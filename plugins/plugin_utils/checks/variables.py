@@ -276,6 +276,15 @@ def site_errors(hostvars: Mapping[str, Mapping[str, Any]], names: Mapping[str, I
     return out
 
 
+def merge_errors(into: dict[str, dict[str, list[str]]], found: Mapping[str, Mapping[str, list[str]]]) -> None:
+    """Add refusals (per host, per role) to those already given, each once (check_variables' handed over and the
+    plan's own check name the same mistake in the same words)."""
+    for host, roles in found.items():
+        for role, problems in roles.items():
+            known = into.setdefault(host, {}).setdefault(role, [])
+            known.extend(p for p in problems if p not in known)
+
+
 def redact(text: str) -> str:
     """A token pasted into the wrong variable must not reach the log through an error that quotes the value."""
     return TOKEN.sub(lambda m: m.group(0)[:3] + "********", text)
