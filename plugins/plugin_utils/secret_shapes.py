@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 
@@ -88,3 +88,20 @@ def _first(doc: object) -> Optional[tuple[list[object], str, str]]:
 def _string_kind(value: str) -> Optional[str]:
     """The kind of secret one string of a plan holds, None for the plan's own placeholders."""
     return None if placeholder(value) else _secret_kind(value)
+
+
+def masked(value: Any) -> str:
+    """repr() of a value a refusal quotes, with what holds a secret hidden: a string of a secret's shape, an item
+    NAME=VALUE or a mapping's entry whose name is a secret's (HF_TOKEN, WANDB_API_KEY)."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(masked(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: " + ("'<hidden>'" if secret_env_name(k) else masked(v))
+                               for k, v in value.items()) + "}"
+    if isinstance(value, str):
+        name, sep, _rest = value.partition("=")
+        if sep and secret_env_name(name):
+            return repr(f"{name}=<hidden>")
+        if secret_kind(value):
+            return "'<hidden>'"
+    return repr(value)

@@ -46,7 +46,7 @@ def targets(plan: dict[str, Any] | None) -> list[dict[str, Any]]:
 def through_router(instance: str, url: str | None, served: str | None, argv: list[str],
                    expect: dict[str, Any]) -> dict[str, Any]:
     """What verify asks through a router (a site's, or the one upgrade.yml starts to measure a PD pair): the workers'
-    expectations, less the checks of routes the pinned sglang-router lacks (data/sglang/versions.yml's router)."""
+    expectations, less the checks of routes the pinned sglang-router lacks (data/sglang/router.yml routes_missing)."""
     router = load_catalog().router
     skip = {check: router.get("routes_missing_reason", "") for check in router.get("routes_missing") or []}
     return {"instance": instance, "url": url, "served_model_name": served, "argv": argv, "verify": expect,

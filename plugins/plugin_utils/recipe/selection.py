@@ -25,23 +25,6 @@ def variable_name(key: str, schema: dict[str, dict[str, Any]]) -> str:
     return PREFIX + key
 
 
-def shown(value: Any) -> str:
-    """A value as a refusal quotes it, with what holds a secret masked: a string of a secret's shape
-    (data/secrets.yml), an item NAME=VALUE or a mapping's entry whose name is a secret's (HF_TOKEN, WANDB_API_KEY)."""
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(shown(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: " + ("'<hidden>'" if secret_shapes.secret_env_name(k) else shown(v))
-                               for k, v in value.items()) + "}"
-    if isinstance(value, str):
-        name, sep, _rest = value.partition("=")
-        if sep and secret_shapes.secret_env_name(name):
-            return repr(f"{name}=<hidden>")
-        if secret_shapes.secret_kind(value):
-            return "'<hidden>'"
-    return repr(value)
-
-
 def coerce(value: Any, kind: str, name: str) -> Any:
     """Coerce like Ansible's argument specs do: '8' is an int, 'yes' a bool; 'eight' is an error."""
     if value is None or kind == "any":
@@ -53,28 +36,28 @@ def coerce(value: Any, kind: str, name: str) -> Any:
             return value
         if isinstance(value, str) and value.strip().lstrip("-").isdigit():
             return int(value.strip())
-        raise RecipeError(f"{name}: expected an integer, got {type(value).__name__} {shown(value)}")
+        raise RecipeError(f"{name}: expected an integer, got {type(value).__name__} {secret_shapes.masked(value)}")
     if kind == "bool":
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.lower() in TRUE_WORDS | FALSE_WORDS:
             return value.lower() in TRUE_WORDS
-        raise RecipeError(f"{name}: expected true or false, got {type(value).__name__} {shown(value)}")
+        raise RecipeError(f"{name}: expected true or false, got {type(value).__name__} {secret_shapes.masked(value)}")
     if kind == "str":
         if isinstance(value, bool):
             # YAML 1.1 reads an unquoted off/no as false: the one string knob value that means it
             return "off" if value is False else "on"
         if isinstance(value, (str, int, float)):
             return str(value)
-        raise RecipeError(f"{name}: expected a string, got {type(value).__name__} {shown(value)}")
+        raise RecipeError(f"{name}: expected a string, got {type(value).__name__} {secret_shapes.masked(value)}")
     if kind == "dict":
         if isinstance(value, dict):
             return value
-        raise RecipeError(f"{name}: expected a mapping (key: value), got {type(value).__name__} {shown(value)}")
+        raise RecipeError(f"{name}: expected a mapping (key: value), got {type(value).__name__} {secret_shapes.masked(value)}")
     if kind == "list":
         if isinstance(value, (list, tuple)):
             return list(value)
-        raise RecipeError(f"{name}: expected a list, got {type(value).__name__} {shown(value)}")
+        raise RecipeError(f"{name}: expected a list, got {type(value).__name__} {secret_shapes.masked(value)}")
     raise ValueError(f"variables.yml: unknown type {kind!r} for {name}")
 
 
