@@ -25,7 +25,7 @@ SCENARIOS ?= $(CI_SCENARIOS)
 # extensions/molecule" warning)
 export MOLECULE_GLOB := molecule/*/molecule.yml
 
-.PHONY: demo test venv link sites sanity units-ansible-test docs-lint lint yamllint ansible-lint changelog-lint docs docs-check unit promtool integration slow syntax lab lab-infra lab-destroy bench molecule molecule-all clean
+.PHONY: demo test venv link release ee sites sanity units-ansible-test docs-lint lint yamllint ansible-lint changelog-lint docs docs-check unit promtool validators integration slow syntax lab lab-infra lab-destroy bench molecule molecule-all clean
 
 demo: venv link ## render inventories/example and print the plan
 	$(BIN)/ansible-playbook playbooks/render.yml -i inventories/example
@@ -48,6 +48,16 @@ $(LINK):
 	mkdir -p $(dir $(LINK))
 	ln -sfn $(CURDIR) $(LINK)
 
+release: venv ## VERSION=x.y.z: galaxy.yml and execution-environment.yml to that version, the fragments into changelog.yaml and CHANGELOG.rst
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=x.y.z (galaxy.yml has $$(awk '/^version:/ {print $$2}' galaxy.yml))"; exit 1; }
+	sed -i -E 's/^version: .*/version: $(VERSION)/' galaxy.yml
+	sed -i -E 's/metalserve-sglang-[0-9][^ ]*[.]tar[.]gz/metalserve-sglang-$(VERSION).tar.gz/' execution-environment.yml
+	$(BIN)/antsibull-changelog release --version $(VERSION)
+	@echo "released $(VERSION): commit galaxy.yml, execution-environment.yml, changelogs/ and CHANGELOG.rst"
+
+ee: venv link ## the execution environment of execution-environment.yml, built for real (local stand-in base image; tests/ee/build.py)
+	$(BIN)/python tests/ee/build.py
+
 lint: yamllint ansible-lint changelog-lint
 changelog-lint: venv
 	$(BIN)/antsibull-changelog lint
@@ -63,7 +73,7 @@ docs-check: venv link
 docs-lint: venv link ## antsibull-docs: every plugin's and role's documentation (the docsite's source) is valid
 	cd $(LINK) && $(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
 
-unit: venv link promtool
+unit: venv link promtool validators
 	$(BIN)/python -m pytest -q tests/unit
 
 sites: venv link ## the generative site test at scale: 300 random coherent sites, 1000 one-mistake mutations
@@ -93,6 +103,9 @@ units-ansible-test: link ## the unit tests under `ansible-test units` (newest an
 
 promtool: ## promtool for the alert-rule tests (Debian's prometheus package, installed when missing)
 	bash tests/unit/promtool.sh
+
+validators: ## systemd-analyze and nft for tests/unit/test_real_validators.py (Debian's packages, installed when missing)
+	bash tests/unit/validators.sh
 
 integration: venv link lab-infra
 	$(BIN)/python -m pytest -q tests/integration --ignore=tests/integration/test_upgrade_lab.py

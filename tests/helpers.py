@@ -1,6 +1,7 @@
 """Shared helpers for the tests: the upstream cells and the expected command per cell."""
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shlex
@@ -44,11 +45,18 @@ def fixture_dir(model: str, revision: str) -> Path:
 
 
 def importer() -> Any:
-    """tools/import_cookbook_cells.py as a module (its reader of the page's JavaScript literal)."""
+    """tools/import_cookbook_cells.py as a module (the wrapper over plugins/plugin_utils/cookbook that data/ and the
+    fixture site are imported with)."""
     spec = importlib.util.spec_from_file_location("import_cookbook_cells", ROOT / "tools" / "import_cookbook_cells.py")
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
+
+
+def read_js_export(text: str, name: str) -> Any:
+    """The page's literal (plugins/plugin_utils/cookbook/jsread.py, the importer's reader)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.cookbook.jsread import read_js_export as read
+    return read(text, name)
 
 
 def upstream(revision: str | None = None, model: str = "glm-5.3") -> dict[str, Any]:
@@ -59,7 +67,7 @@ def upstream(revision: str | None = None, model: str = "glm-5.3") -> dict[str, A
         return yaml.safe_load(SEED.read_text(encoding="utf-8"))
     fixture = fixture_dir(model, revision)
     source = yaml.safe_load((fixture / "source.yml").read_text(encoding="utf-8"))
-    config = importer().read_js_export((fixture / source["config_file"]).read_text(encoding="utf-8"), "config")
+    config = read_js_export((fixture / source["config_file"]).read_text(encoding="utf-8"), "config")
     _page, variant = page_of(model)
     names = dict(config["modelNames"])
     return {"revision": revision, "model": model, "variant": variant, "config": config,
@@ -212,3 +220,99 @@ def raw_from_capture(capture: Path, **extra: Any) -> dict[str, Any]:
            "processes": set(), "secure_boot": None}
     raw.update(extra)
     return raw
+
+
+# --- the fixture site of imported cookbook pages (tests/fixtures/cookbook-site, issue 38) ------------------------
+
+COOKBOOK_SITE = FIXTURES / "cookbook-site"
+COOKBOOK_MODELS = COOKBOOK_SITE / "models"
+
+
+def site_spec() -> dict[str, Any]:
+    return yaml.safe_load((COOKBOOK_SITE / "imports.yml").read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=None)
+def site_models() -> dict[str, dict[str, Any]]:
+    """{model id: its model.yml} of the fixture site (read once; treat as read-only)."""
+    return {p.parent.name: yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted(COOKBOOK_MODELS.glob("*/model.yml"))}
+
+
+def site_cells(model: str) -> list[dict[str, Any]]:
+    doc = site_models()[model]
+    rev = doc["cookbook_revisions"][0]
+    return yaml.safe_load((COOKBOOK_MODELS / model / "cookbook" / rev / "cells.yml").read_text(encoding="utf-8"))["cells"]
+
+
+def page_folder(model: str) -> Path:
+    doc = site_models()[model]
+    return UPSTREAM_DIR / doc["cookbook"]["page"] / doc["cookbook_revisions"][0]
+
+
+@functools.lru_cache(maxsize=None)
+def page_config(folder: Path) -> dict[str, Any]:
+    """The page's config literal (read once per folder; treat as read-only)."""
+    source = yaml.safe_load((folder / "source.yml").read_text(encoding="utf-8"))
+    return read_js_export((folder / source["config_file"]).read_text(encoding="utf-8"), "config")
+
+
+def _default_overlays(config: dict[str, Any], flags: list[str]) -> list[str]:
+    """The page's overlay rows at their defaults, as its deployment panel composes the command (none of the site's
+    pages has a strategy overlay; their other overlays strip their prefixes and add the default option's flags)."""
+    for dim in config.get("overlayDims") or []:
+        option = next(o for o in dim["options"] if o["id"] == dim.get("default"))
+        flags = [f for f in flags if not any(f.split()[0].startswith(p) for p in dim.get("stripPrefixes") or [])]
+        tail = [f for f in flags if f.split()[0] in ("--host", "--port")]
+        flags = [f for f in flags if f not in tail] + list(option.get("flags") or []) + tail
+    return flags
+
+
+def page_cell(config: dict[str, Any], variant: str, key: tuple[str, str, str, int]) -> dict[str, Any]:
+    """The page's cell of one variant for (gpu, quant, strategy, nodes); a page without a strategy dimension has one
+    operating point, which the collection names balanced."""
+    for cell in config["cells"]:
+        m = cell["match"]
+        found = (m["hw"], m["quant"], m.get("strategy", "balanced"), upstream_nodes(m["nodes"]))
+        if m.get("variant", "default") == variant and found == key:
+            return cell
+    raise KeyError(key)
+
+
+def page_tokens(config: dict[str, Any], variant: str, cell: dict[str, Any], rank: int = 0,
+                head: str = "10.0.0.1") -> list[str]:
+    """The page's command for a cell, as the cookbook's copy button gives it: placeholders filled with the page's
+    defaults and the cell's model name, each item read as a shell reads it, the multi-node rule as the page states."""
+    m = cell["match"]
+    model = config["modelNames"].get(f"{m['hw']}|{variant}|{m['quant']}") or config["modelNames"][f"{variant}|{m['quant']}"]
+    defaults = {k: v["default"] for k, v in config["placeholders"].items()}
+    doc = {"model_names": {m["quant"]: model}, "variant": variant, "placeholders": defaults}
+    items = [f.replace("{{MODEL_NAME}}", model) for f in _default_overlays(config, list(cell["flags"]))]
+    return upstream_tokens({**cell, "flags": items}, doc, rank, head)
+
+
+def page_selection(model: str, cell: dict[str, Any]) -> tuple[dict[str, Any], list[str], str]:
+    """(the recipe selection that renders an imported cell as the page writes it: the page's parsers only where the
+    cell names them, metrics off; the page's own cell; its variant) for a model of the fixture site."""
+    variant = site_models()[model]["cookbook"]["variant"]
+    config = page_config(page_folder(model))
+    theirs = page_cell(config, variant, (cell["gpu"], cell["quant"], cell["strategy"], cell["nodes"]))
+    names = {f.split()[0] for f in theirs["flags"]}
+    sel = {"model": model, "gpu": cell["gpu"], "quant": cell["quant"], "strategy": cell["strategy"],
+           "nodes": cell["nodes"], "recipes": [str(COOKBOOK_MODELS)], "gpu_platforms": site_spec()["sglang_gpu_platforms"],
+           "metrics": False, "parsers": {"reasoning": "--reasoning-parser" in names, "tool_call": "--tool-call-parser" in names}}
+    return sel, page_tokens(config, variant, theirs, 0), variant
+
+
+def page_env(model: str, cell: dict[str, Any]) -> dict[str, str]:
+    """The environment the page sets for a cell (its `env` entries, NAME=value)."""
+    variant = site_models()[model]["cookbook"]["variant"]
+    theirs = page_cell(page_config(page_folder(model)), variant, (cell["gpu"], cell["quant"], cell["strategy"],
+                                                                  cell["nodes"]))
+    return dict(item.split("=", 1) for item in theirs.get("env") or [])
+
+
+def page_tokens_at(model: str, cell: dict[str, Any], rank: int) -> list[str]:
+    variant = site_models()[model]["cookbook"]["variant"]
+    config = page_config(page_folder(model))
+    theirs = page_cell(config, variant, (cell["gpu"], cell["quant"], cell["strategy"], cell["nodes"]))
+    return page_tokens(config, variant, theirs, rank)

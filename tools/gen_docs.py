@@ -4,6 +4,9 @@ README.md holds blocks between `<!-- BEGIN generated:NAME -->` and `<!-- END gen
   recipe-matrix   the cookbook cells per GPU x precision x nodes x strategy of the newest cookbook revision
                   (data/models/*/cookbook/<revision>/cells.yml)
   variables       the inventory variables (data/variables.yml)
+each role's README its variables (role-variables) and the other roles' task files it includes (role-includes),
+docs/architecture.md every plugin_utils module with its job (plugin-utils) and the roles' includes (role-includes), and
+each role's meta/argument_specs.yml is generated whole from its defaults/main.yml and meta/variables.yml.
 
 Usage: python tools/gen_docs.py          # rewrite README.md
        python tools/gen_docs.py --check  # exit 1 when README.md is stale (make test runs this)
@@ -174,9 +177,6 @@ def recipe_commands() -> str:
     """Every cell of every shipped cookbook revision side by side: badge, SGLang release and image, the
     published numbers where upstream has them, what the newest page changed, and the exact command the
     engine renders for each revision (rank 0, head 10.0.0.1 for two-node cells)."""
-    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine  # noqa: PLC0415
-    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import command_text  # noqa: PLC0415
-
     out = []
     for model in load_catalog().models.values():
         revisions = list(model.revisions)
@@ -197,48 +197,67 @@ def recipe_commands() -> str:
                 if cell.key not in keys:
                     keys.insert(keys.index(before) + 1 if before in keys else len(keys), cell.key)
                 before = cell.key
-        for gpu, quant, strategy, nodes in keys:
-            cells = [next((c for c in r.cells if c.key == (gpu, quant, strategy, nodes)), None) for r in revisions] \
-                if revisions else [next(c for c in model.cells if c.key == (gpu, quant, strategy, nodes))]
-            out.append(f"### {gpu} / {quant} / {strategy} / {nodes} node{'s' if nodes > 1 else ''}")
-            out.append("")
-            recs, commands = [], []
-            for rev, cell in zip(revisions or [None], cells):
-                if cell is None:
-                    recs.append(None)
-                    commands.append(None)
-                    continue
-                sel = {"model": model.id, "gpu": gpu, "quant": quant, "strategy": strategy, "nodes": nodes,
-                       "cookbook_revision": rev.id if rev else None}
-                rec = recipe_engine.recipe(sel)
-                env = " ".join(f"{k}={v}" for k, v in rec["env"].items())
-                argv = recipe_engine.serve_args(sel, 0, "10.0.0.1" if nodes > 1 else None)
-                recs.append(rec)
-                commands.append((env + " \\\n" if env else "") + command_text(["sglang", "serve"], argv))
-            absent = "- (not on this page)"
-            rows = [
-                ("Badge", [absent if c is None else "verified" if c.verified else "**unverified**" for c in cells]),
-                ("SGLang, image", [f"{r['sglang_version']}, `{r['image']}`" if r else "-" for r in recs]),
-                ("Per node", [_per_node(r, nodes) for r in recs]),
-                (f"Published (ISL {load.get('isl')} / OSL {load.get('osl')})",
-                 [_published(model.id, c) if c else "-" for c in cells]),
-            ]
-            if len(cells) > 1:
-                changes = [_change(revisions, rev, cell, cells[0]) for rev, cell in zip(revisions[1:], cells[1:])]
-                rows.append(("Newest page changes", ["-"] + changes))
-            out += _side_by_side(columns, rows)
-            out.append("")
-            shown: list[str] = []
-            for command in commands:
-                if command is None or command in shown:
-                    continue
-                shown.append(command)
-                which = [columns[i] for i, c in enumerate(commands) if c == command]
-                if len(revisions) > 1:
-                    out.append(("Every revision" if len(which) == len(revisions) else "Revision " + ", ".join(which)) + ":")
-                    out.append("")
-                out += ["```sh", command, "```", ""]
+        for key in keys:
+            out += _cell_section(model, revisions, columns, load, key)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _commands(model: Any, revisions: list[Any], cells: list[Cell | None],
+              key: tuple[str, str, str, int]) -> tuple[list[Any], list[str | None]]:
+    """Per revision, the cell's recipe and its exact command (None where the revision lacks the cell)."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine  # noqa: PLC0415
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import command_text  # noqa: PLC0415
+
+    gpu, quant, strategy, nodes = key
+    recs: list[Any] = []
+    commands: list[str | None] = []
+    for rev, cell in zip(revisions or [None], cells):
+        if cell is None:
+            recs.append(None)
+            commands.append(None)
+            continue
+        sel = {"model": model.id, "gpu": gpu, "quant": quant, "strategy": strategy, "nodes": nodes,
+               "cookbook_revision": rev.id if rev else None}
+        rec = recipe_engine.recipe(sel)
+        env = " ".join(f"{k}={v}" for k, v in rec["env"].items())
+        argv = recipe_engine.serve_args(sel, 0, "10.0.0.1" if nodes > 1 else None)
+        recs.append(rec)
+        commands.append((env + " \\\n" if env else "") + command_text(["sglang", "serve"], argv))
+    return recs, commands
+
+
+def _cell_section(model: Any, revisions: list[Any], columns: list[str], load: dict[str, Any],
+                  key: tuple[str, str, str, int]) -> list[str]:
+    """One cell's section of docs/recipes.md: a row per fact, side by side per revision, then each distinct command."""
+    gpu, quant, strategy, nodes = key
+    cells = [next((c for c in r.cells if c.key == key), None) for r in revisions] \
+        if revisions else [next(c for c in model.cells if c.key == key)]
+    out = [f"### {gpu} / {quant} / {strategy} / {nodes} node{'s' if nodes > 1 else ''}", ""]
+    recs, commands = _commands(model, revisions, cells, key)
+    absent = "- (not on this page)"
+    rows = [
+        ("Badge", [absent if c is None else "verified" if c.verified else "**unverified**" for c in cells]),
+        ("SGLang, image", [f"{r['sglang_version']}, `{r['image']}`" if r else "-" for r in recs]),
+        ("Per node", [_per_node(r, nodes) for r in recs]),
+        (f"Published (ISL {load.get('isl')} / OSL {load.get('osl')})",
+         [_published(model.id, c) if c else "-" for c in cells]),
+    ]
+    if len(cells) > 1:
+        changes = [_change(revisions, rev, cell, cells[0]) for rev, cell in zip(revisions[1:], cells[1:])]
+        rows.append(("Newest page changes", ["-"] + changes))
+    out += _side_by_side(columns, rows)
+    out.append("")
+    shown: list[str] = []
+    for command in commands:
+        if command is None or command in shown:
+            continue
+        shown.append(command)
+        which = [columns[i] for i, c in enumerate(commands) if c == command]
+        if len(revisions) > 1:
+            out.append(("Every revision" if len(which) == len(revisions) else "Revision " + ", ".join(which)) + ":")
+            out.append("")
+        out += ["```sh", command, "```", ""]
+    return out
 
 
 def yaml_doc(model_id: str, revision: str) -> dict[str, Any]:
@@ -255,7 +274,9 @@ def troubleshooting_table() -> str:
     import yaml  # noqa: PLC0415
 
     matrix = yaml.safe_load((ROOT / "tests" / "bad_inputs.yml").read_text(encoding="utf-8"))
-    where = {"plan": "plan (site.yml's first plays, render.yml)", "argspec": "role argument specs (site.yml's first play)",
+    where = {"plan": "plan (site.yml's first plays, render.yml)",
+             "warning": "plan, a warning (the site still renders)",
+             "argspec": "role argument specs (site.yml's first play)",
              "preflight": "preflight (on the nodes' facts)", "parser": "SGLang's own parser (sglang_server, before the unit changes)"}
     out = ["| Mistake | Caught by | The message (... stands for details) |", "| --- | --- | --- |"]
     for layer, cases in matrix.items():
@@ -278,19 +299,77 @@ def render(text: str, blocks: dict[str, Callable[[], str]] | None = None) -> str
     return text
 
 
+def role_includes(role: Path) -> str:
+    """The task files of other roles a role includes (its meta/variables.yml `includes`)."""
+    import yaml  # noqa: PLC0415
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from write_argument_specs import includes_text  # noqa: PLC0415
+
+    includes = yaml.safe_load((role / "meta" / "variables.yml").read_text(encoding="utf-8")).get("includes") or []
+    return includes_text(includes) + "\n"
+
+
+def first_sentence(doc: str) -> str:
+    """The first sentence of a docstring's first paragraph, on one line."""
+    paragraph = " ".join(doc.split("\n\n", 1)[0].split())
+    return re.split(r"(?<=[.?!])\s", paragraph, maxsplit=1)[0]
+
+
+def plugin_utils_table() -> str:
+    """Every module of plugins/plugin_utils with its one job: the first sentence of its docstring."""
+    import ast  # noqa: PLC0415
+
+    base = ROOT / "plugins" / "plugin_utils"
+    rows = ["| Module | Its job (the module's docstring) |", "| --- | --- |"]
+    for path in sorted(p for p in base.rglob("*.py") if p.name != "__init__.py"):
+        job = first_sentence(ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or "")
+        rows.append(f"| `{path.relative_to(base).as_posix()}` | {job.replace('|', chr(92) + '|')} |")
+    return "\n".join(rows) + "\n"
+
+
+def includes_table() -> str:
+    """Which roles include which other roles' task files (each role's meta/variables.yml `includes`)."""
+    import yaml  # noqa: PLC0415
+
+    rows = ["| Role | Includes (role: task file) |", "| --- | --- |"]
+    for role in sorted(p for p in (ROOT / "roles").iterdir() if (p / "meta" / "variables.yml").exists()):
+        includes = yaml.safe_load((role / "meta" / "variables.yml").read_text(encoding="utf-8")).get("includes") or []
+        rows.append(f"| {role.name} | " + (", ".join(f"{i['role']}: {i['tasks_from']}" for i in includes) or "-") + " |")
+    return "\n".join(rows) + "\n"
+
+
+def generated_files() -> list[tuple[Path, Callable[[], str]]]:
+    """Files generated whole: every role's meta/argument_specs.yml (from its defaults and meta/variables.yml)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from write_argument_specs import render as argument_specs  # noqa: PLC0415
+
+    return [(role / "meta" / "argument_specs.yml", lambda role=role: argument_specs(str(role)))
+            for role in sorted(p for p in (ROOT / "roles").iterdir() if (p / "meta" / "variables.yml").exists())]
+
+
 def documents() -> list[tuple[Path, dict[str, Callable[[], str]]]]:
     docs: list[tuple[Path, dict[str, Callable[[], str]]]] = [
         (ROOT / "README.md", BLOCKS),
         (ROOT / "docs" / "recipes.md", {"recipe-commands": recipe_commands}),
         (ROOT / "docs" / "troubleshooting.md", {"bad-inputs": troubleshooting_table}),
+        (ROOT / "docs" / "architecture.md", {"plugin-utils": plugin_utils_table, "role-includes": includes_table}),
     ]
     for role in sorted(p for p in (ROOT / "roles").iterdir() if (p / "meta" / "argument_specs.yml").exists()):
-        docs.append((role / "README.md", {"role-variables": lambda role=role: role_variables(role)}))
+        docs.append((role / "README.md", {"role-variables": lambda role=role: role_variables(role),
+                                          "role-includes": lambda role=role: role_includes(role)}))
     return docs
 
 
 def main(argv: list[str]) -> int:
     stale = []
+    for path, make in generated_files():  # first: the role READMEs' tables read the argument specs
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        fresh = make()
+        if fresh != current:
+            stale.append(str(path.relative_to(ROOT)))
+            if "--check" not in argv:
+                path.write_text(fresh, encoding="utf-8")
     for path, blocks in documents():
         current = path.read_text(encoding="utf-8") if path.exists() else ""
         fresh = render(current, blocks)

@@ -2,6 +2,9 @@
 (status, body, elapsed seconds); metalserve.sglang's verify_rows judges them on the controller.
 Runs on the node with the standard library only. The API key comes from VERIFY_API_KEY (never argv).
 Usage: verify_endpoint.py --url http://127.0.0.1:30000 --model NAME [--timeout 120] [--max-tokens 512]
+       [--reasoning-request JSON] [--tool-call-request JSON] [--skip CHECK,...]
+The two JSON objects are the served model's request shapes (its data: what turns reasoning and tool calls on, e.g.
+{"chat_template_kwargs": {"thinking_mode": "enabled"}}), merged into the bodies of those two requests.
 """
 import argparse
 import json
@@ -50,8 +53,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--max-tokens", type=int, default=512)
     ap.add_argument("--skip", default="")
-    # the chat_template_kwargs key that asks the served model for reasoning (its data: model.yml verify)
-    ap.add_argument("--reasoning-toggle", default="enable_thinking")
+    # the fields that turn the served model's reasoning and tool calls on (its data; recipe/parsers.py)
+    ap.add_argument("--reasoning-request", type=json.loads, default={})
+    ap.add_argument("--tool-call-request", type=json.loads, default={})
     a = ap.parse_args()
     key = os.environ.get("VERIFY_API_KEY", "")
     auth = {"Authorization": f"Bearer {key}", "x-api-key": key} if key else {}
@@ -66,9 +70,9 @@ def main():
         "models": lambda: call(f"{a.url}/v1/models", headers=auth, timeout=a.timeout),
         "chat": lambda: chat("Reply with one short greeting."),
         "reasoning": lambda: chat("What is 17 * 23? Think it through, then answer.",
-                                  chat_template_kwargs={a.reasoning_toggle: True}, separate_reasoning=True),
-        "tool_call": lambda: chat("What is the weather in Paris right now? Use the tool.", tools=[WEATHER_TOOL],
-                                  tool_choice="auto"),
+                                  **{"separate_reasoning": True, **a.reasoning_request}),
+        "tool_call": lambda: chat("What is the weather in Paris right now? Use the tool.",
+                                  **{"tools": [WEATHER_TOOL], "tool_choice": "auto", **a.tool_call_request}),
         "messages": lambda: call(f"{a.url}/v1/messages", {
             "model": a.model, "max_tokens": a.max_tokens,
             "messages": [{"role": "user", "content": "Reply with one short greeting."}]},

@@ -24,6 +24,45 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog i
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
 
+def judge(host: str, view: Any, raw: dict[str, Any] | None, plan: dict[str, Any], xids: Any,
+          result: dict[str, Any]) -> acceptance.HostReport:
+    """One host's report: its probes' result judged against its platform's limits (and the overrides the role
+    gave), or refused when the host has no result."""
+    overrides = var_or_none(view, "_node_acceptance_overrides") or {}
+    try:
+        platforms = load_catalog(var_or_none(view, "sglang_recipes"), var_or_none(view, "sglang_gpu_platforms")).gpus
+    except RecipeError as exc:
+        platforms = load_catalog().gpus
+        result.setdefault("warnings", []).append(f"{host}: {exc}")
+    recipe = plan.get("recipe") or {}
+    if not overrides.get("expected_gpus") and plan.get("role") == "server":
+        overrides["expected_gpus"] = recipe.get("gpus_per_node")
+    if raw is None:
+        report = acceptance.HostReport(host, acceptance.Limits.of(recipe.get("gpu"), platforms, overrides))
+        report.refuse("run", "no acceptance result: the host failed or was unreachable earlier in this run",
+                      "the play's output for this host, then run playbooks/accept.yml --limit " + host)
+        return report
+    return acceptance.judge_host(host, raw, platforms, overrides, recipe.get("gpu"), xids, plan=plan)
+
+
+def write_reports(report_dir: Path, reports: list[acceptance.HostReport], fabric: dict[str, list[str]],
+                  raws: dict[str, dict[str, Any]], refused: list[str]) -> list[str]:
+    """<host>.json per host, ACCEPTANCE.md and acceptance.png on the controller: the paths written."""
+    report_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for report in reports:
+        doc = dict(report.as_dict(), verdict="refused" if report.host in refused else "accepted",
+                   fabric=fabric.get(report.host, []), raw=raws.get(report.host))
+        path = report_dir / f"{report.host}.json"
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        written.append(str(path))
+    (report_dir / "ACCEPTANCE.md").write_text(acceptance.table_markdown(reports, fabric), encoding="utf-8")
+    written.append(str(report_dir / "ACCEPTANCE.md"))
+    if acceptance.plot(reports, report_dir / "acceptance.png"):
+        written.append(str(report_dir / "acceptance.png"))
+    return written
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -40,44 +79,15 @@ class ActionModule(ActionBase):
         reports: list[acceptance.HostReport] = []
         raws: dict[str, dict[str, Any]] = {}
         for host in hosts:
-            view = hostvars[host]
-            raw = var_or_none(view, "node_acceptance_result")
-            overrides = var_or_none(view, "_node_acceptance_overrides") or {}
-            plan = plans.get(host) or {}
-            try:
-                platforms = load_catalog(var_or_none(view, "sglang_recipes"), var_or_none(view, "sglang_gpu_platforms")).gpus
-            except RecipeError as exc:
-                platforms = load_catalog().gpus
-                result.setdefault("warnings", []).append(f"{host}: {exc}")
-            recipe = plan.get("recipe") or {}
-            if not overrides.get("expected_gpus") and plan.get("role") == "server":
-                overrides["expected_gpus"] = recipe.get("gpus_per_node")
-            if raw is None:
-                report = acceptance.HostReport(host, acceptance.Limits.of(recipe.get("gpu"), platforms, overrides))
-                report.refuse("run", "no acceptance result: the host failed or was unreachable earlier in this run",
-                              "the play's output for this host, then run playbooks/accept.yml --limit " + host)
-                reports.append(report)
-                continue
-            raws[host] = raw
-            reports.append(acceptance.judge_host(host, raw, platforms, overrides, recipe.get("gpu"), xids, plan=plan))
+            raw = var_or_none(hostvars[host], "node_acceptance_result")
+            if raw is not None:
+                raws[host] = raw
+            reports.append(judge(host, hostvars[host], raw, plans.get(host) or {}, xids, result))
         fabric = self.judge_fabric(plans, raws, reports, hostvars)
         by_host = {r.host: r for r in reports}
         warnings = [f"{r.host}: {w}" for r in reports for w in r.warnings] + fabric.get("_warnings", [])
         refused = sorted({r.host for r in reports if r.problems} | {h for h in fabric if not h.startswith("_")})
-        report_dir = Path(args["report_dir"])
-        written = []
-        if not self._task.check_mode:
-            report_dir.mkdir(parents=True, exist_ok=True)
-            for host, report in by_host.items():
-                doc = dict(report.as_dict(), verdict="refused" if host in refused else "accepted",
-                           fabric=fabric.get(host, []), raw=raws.get(host))
-                path = report_dir / f"{host}.json"
-                path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-                written.append(str(path))
-            (report_dir / "ACCEPTANCE.md").write_text(acceptance.table_markdown(reports, fabric), encoding="utf-8")
-            written.append(str(report_dir / "ACCEPTANCE.md"))
-            if acceptance.plot(reports, report_dir / "acceptance.png"):
-                written.append(str(report_dir / "acceptance.png"))
+        written = [] if self._task.check_mode else write_reports(Path(args["report_dir"]), reports, fabric, raws, refused)
         result.update(changed=False, refused=refused, written=written,
                       report={h: {k: v for k, v in dict(r.as_dict(), fabric=fabric.get(h, [])).items()
                                   if k not in ("summary", "limits")} for h, r in by_host.items()})

@@ -33,8 +33,8 @@ class ActionModule(ActionBase):
             return {**result, "failed": True,
                     "msg": f"{p['results']} holds no bench_serving run (did every request fail? see its log)"}
         gpus = p["gpus"]
-        pub = br.published(p["model"], p["cell"])
-        rows = br.compare(runs, pub["entry"], gpus)
+        pub = br.published(p["model"], p["cell"], recipes=p["recipes"] or None)
+        rows = br.compare(runs, pub["entry"], gpus, pub["doc"].get("workload") or {})
         out = Path(p["out_dir"])
         report, image, data = out / f"{p['host']}.md", out / f"{p['host']}.png", out / f"{p['host']}.json"
         text = br.markdown(p["host"], p["model"], p["cell"], gpus, rows, pub, str(p.get("sglang") or ""),

@@ -35,6 +35,24 @@ def _depends_on(plans: dict[str, Any], hosts: list[str]) -> set[str]:
     return out
 
 
+def _plan(hostvars: dict[str, Any], groups: dict[str, list[str]], wanted: list[str], broken: dict[str, list[str]],
+          variable_errors: dict[str, Any], origins: Any = None) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """The site's plan, and every host's problems: the plan's, and the variables refused while they were read (a host
+    planned without one is refused, whatever the plan made of it). `origins`: who set each variable (the inventory)."""
+    try:
+        site = site_plan.plan_site(hostvars, groups, origins)
+    except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
+        if not variable_errors and not broken:
+            raise
+        site = {"plans": {}, "errors": {}, "monitoring": {}}
+        variable_errors.setdefault(wanted[0] if wanted else "site", {}).setdefault("plan", []).append(
+            f"the plan could not run with these variables: {exc}")
+    errors = dict(site["errors"])
+    for host, problems in broken.items():
+        errors[host] = list(problems) + [m for m in errors.get(host, []) if m not in problems]
+    return site, errors
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
@@ -70,17 +88,9 @@ class ActionModule(ActionBase):
         partial = artifact.partial_run(inventory, wanted, bool(args["apply_artifact"]) and not make) if target else None
         if target and partial:
             return self._apply(result, target, partial, hostvars, groups, wanted, broken, variable_errors, task_vars)
-        try:
-            site = site_plan.plan_site(hostvars, groups)
-        except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
-            if not variable_errors and not broken:
-                raise
-            site = {"plans": {}, "errors": {}, "monitoring": {}}
-            variable_errors.setdefault(wanted[0] if wanted else "site", {}).setdefault("plan", []).append(
-                f"the plan could not run with these variables: {exc}")
-        plans, errors = site["plans"], dict(site["errors"])
-        for host, problems in broken.items():  # planned without the variable: refused, whatever the plan made of it
-            errors[host] = list(problems) + [m for m in errors.get(host, []) if m not in problems]
+        site, errors = _plan(hostvars, groups, wanted, broken, variable_errors,
+                             inventory_vars.variable_origins(task_vars["hostvars"], inventory))
+        plans = site["plans"]
         involved = _depends_on(plans, wanted)
         here = {h: m for h, m in errors.items() if h in involved}
         elsewhere = {h: m for h, m in errors.items() if h not in involved}

@@ -15,17 +15,6 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.metalserve.sglang.plugins.modules.preflight import ARGUMENT_SPEC
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import var_or_none
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-
-
-def facts_of(hostvars: Any, hosts: Any) -> dict[str, dict[str, Any]]:
-    return {h: checks.host_facts(hostvars[h], var_or_none) for h in hosts}
-
-
-def catalog_for(hostvars: Any) -> Any:
-    return lambda host: load_catalog(var_or_none(hostvars[host], "sglang_recipes"),
-                                     var_or_none(hostvars[host], "sglang_gpu_platforms"))
 
 
 class ActionModule(ActionBase):
@@ -43,7 +32,7 @@ class ActionModule(ActionBase):
         hostvars = task_vars["hostvars"]
         servers = {h: p for h, p in plans.items() if p.get("role") == "server"}
         wanted = {h for h in hostvars if h in plans or h in {m for p in servers.values() for m in p.get("members", [])}}
-        reports, catalog_errors = checks.site_reports(plans, facts_of(hostvars, wanted), catalog_for(hostvars), limits,
+        reports, catalog_errors = checks.site_reports(plans, checks.facts_of(hostvars, wanted), checks.catalog_for(hostvars), limits,
                                                       args["only_with_facts"])
         plan_errors.update(catalog_errors)
         warnings = [f"{r.host}: {w}" for r in reports for w in r.warnings]

@@ -6,6 +6,8 @@
 state it starts or resumes."""
 from __future__ import annotations
 
+import functools
+
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +127,9 @@ class ActionModule(ActionBase):
         options = {k: args[k] for k in ("upgrade_from", "upgrade_from_groups", "canary", "wave_by", "batch_size",
                                         "allow_outage", "retry", "settings")}
         try:
-            decision = planner.decide(site_plan.plan_site, hostvars, groups, args["node_units"] or {}, saved, options)
+            origins = inventory_vars.variable_origins(task_vars["hostvars"], sorted(hostvars))
+            decision = planner.decide(functools.partial(site_plan.plan_site, origins=origins), hostvars, groups,
+                                      args["node_units"] or {}, saved, options)
         except (planner.UpgradeRefused, change.ChangeError, waves.WavePlanError) as exc:
             return {**result, "failed": True, "changed": False, "msg": variables.redact(str(exc))}
         _write(dest / "CHANGE.md", planner.change_markdown(decision))

@@ -14,7 +14,7 @@ description:
   - The asked concurrencies, else those the cookbook published for the cell, else the strategy's upstream ones;
     prompts per concurrency from data/models/<model>/cookbook/<revision>/benchmarks.yml (1->8, 16->64,
     64->128, 256->512, 1024->2048) of the recipe's cookbook revision (its cookbook_revision).
-positional: _input, concurrencies
+positional: _input, concurrencies, recipes
 options:
   _input:
     description: A plan's recipe.
@@ -24,6 +24,10 @@ options:
     description: Concurrencies to run instead.
     type: list
     elements: int
+  recipes:
+    description: The site's sglang_recipes, where the model comes from a site's own folder (its benchmarks.yml).
+    type: list
+    elements: raw
 """
 
 EXAMPLES = r"""
@@ -38,7 +42,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: List of {concurrency, prompts}.
+  description: >-
+    List of {concurrency, prompts, dataset, isl, osl, range_ratio, warmup_requests, backend, extra_args}: the page's
+    workload, or the point's own where it ran at another one; a setting the page's speed command leaves out is none.
   type: list
 """
 
@@ -48,10 +54,12 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import be
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain  # noqa: E402
 
 
-def bench_workload(recipe: dict[str, Any], concurrencies: list[int] | None = None) -> list[dict[str, int]]:
+def bench_workload(recipe: dict[str, Any], concurrencies: list[int] | None = None,
+                   recipes: list[Any] | None = None) -> list[dict[str, Any]]:
     rec = to_plain(recipe)
     cell = {key: rec.get(key) for key in ("gpu", "quant", "strategy", "nodes", "cookbook_revision")}
-    return bench_report.workload(rec["model"], cell, [int(c) for c in to_plain(concurrencies) or []])
+    return bench_report.workload(rec["model"], cell, [int(c) for c in to_plain(concurrencies) or []],
+                                 to_plain(recipes) or None)
 
 
 class FilterModule:

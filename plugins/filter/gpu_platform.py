@@ -43,17 +43,12 @@ _value:
 from typing import Any, Callable  # noqa: E402
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap import wrap  # noqa: E402
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog  # noqa: E402
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError  # noqa: E402
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import catalog  # noqa: E402
 
 
 def gpu_platform(gpu: str, gpu_platforms: dict[str, Any] | None = None) -> dict[str, Any]:
     """The platform table entry of a GPU id (data/gpus.yml plus sglang_gpu_platforms)."""
-    table = load_catalog(gpu_platforms=gpu_platforms).gpus
-    if gpu not in table:
-        raise RecipeError(f"sglang_gpu: {gpu!r} is not a GPU the recipes know; known: {', '.join(sorted(table))} "
-                          "(add one with sglang_gpu_platforms)")
-    return dict(table[gpu], id=gpu)
+    return dict(catalog.gpu_platform(catalog.load_catalog(gpu_platforms=gpu_platforms).gpus, gpu), id=gpu)
 
 
 class FilterModule:

@@ -11,8 +11,9 @@ version_added: 0.1.0
 author: metalserve.sglang contributors (@metalserve)
 short_description: The major number of nvidia-caps-imex-channels in /proc/devices
 description:
-  - Used by the nvidia_driver role to create /dev/nvidia-caps-imex-channels/channel0 on a running module (NVIDIA's
-    IMEX guide, manual channel creation); logic in plugins/plugin_utils/drivers/imex.py.
+  - The major a task of your own needs to make C(/dev/nvidia-caps-imex-channels/channel0) on a running module (NVIDIA's
+    IMEX guide, manual channel creation); logic in plugins/plugin_utils/drivers/imex.py. The nvidia_driver role itself
+    makes the channel with the plan's C(metalserve-imex-channel0) program, which reads the same major.
 positional: _input
 options:
   _input:

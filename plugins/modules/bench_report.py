@@ -39,6 +39,12 @@ options:
   note: {description: A line added under the heading (e.g. that the endpoint was a test double)., type: str, default: ""}
   isl: {description: Input tokens per request of the run (--random-input-len)., type: int}
   osl: {description: Output tokens per request of the run (--random-output-len)., type: int}
+  recipes:
+    description: The site's sglang_recipes, where the model comes from a site's own folder (its benchmarks.yml).
+    type: list
+    elements: raw
+    default: []
+    version_added: 0.3.0
   out_dir: {description: Folder of the report., type: path, required: true}
 extends_documentation_fragment:
   - metalserve.sglang.attributes.controller
@@ -90,7 +96,8 @@ ARGUMENT_SPEC = {"results": {"type": "path", "required": True},
                  "note": {"type": "str", "default": ""},
                  "isl": {"type": "int"},
                  "osl": {"type": "int"},
-                 "out_dir": {"type": "path", "required": True}}
+                 "out_dir": {"type": "path", "required": True},
+                 "recipes": {"type": "list", "elements": "raw", "default": []}}
 
 
 def main() -> None:

@@ -19,11 +19,17 @@ description:
     kernel modules and Secure Boot, under the fact C(metalserve_gpu).
   - Changes nothing; check mode is the same as a normal run.
   - The action plugin of the same name passes the GPU platform table (data/gpus.yml plus C(sglang_gpu_platforms)),
-    so GPUs are named C(h200), C(b200), C(b300), C(gb300), C(mi300x), C(mi325x), C(mi355x), or C(unknown).
+    so GPUs are named with that table's ids, or C(unknown).
 options:
   platforms:
     description: GPU platform table used to name GPUs. Filled in by the action plugin.
     type: dict
+  secure_boot_var:
+    description:
+      - UEFI's Secure Boot variable (under O(root)). Filled in by the action plugin from the collection's
+        C(data/node.yml) (C(kernel.secure_boot)), where the nvidia_driver role reads it too; unset, Secure Boot is
+        reported as unknown.
+    type: str
   root:
     description: Filesystem root under which C(/sys) and C(/proc) are read (for tests on a fixture tree).
     type: path
@@ -71,7 +77,10 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
-SECURE_BOOT_VAR = "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+
+# one-owner: this module runs on the node, before any plan, and cannot read data/: where ROCm's packages put amd-smi
+# and rocm-smi (outside PATH on a login without ROCm's profile); nothing else in the collection names it
+ROCM_BIN = "/opt/rocm/bin"
 
 
 def read(root, path):
@@ -105,9 +114,11 @@ def processes(root):
     return names
 
 
-def secure_boot(root):
+def secure_boot(root, variable):
+    if not variable:
+        return None
     try:
-        with open(os.path.join(root, SECURE_BOOT_VAR), "rb") as handle:
+        with open(os.path.join(root, variable.lstrip("/")), "rb") as handle:
             data = handle.read()
     except OSError:
         return None
@@ -140,14 +151,14 @@ class Collector:
             raw["nvidia_topo"] = self.output([smi, "topo", "-m"], "nvidia-smi topo -m")
 
     def amd(self, raw):
-        amd_smi = self.module.get_bin_path("amd-smi", opt_dirs=["/opt/rocm/bin"])
+        amd_smi = self.module.get_bin_path("amd-smi", opt_dirs=[ROCM_BIN])
         if amd_smi:
             raw["amd_smi_static"] = self.output([amd_smi, "static", "--asic", "--vram", "--driver", "--bus", "--json"],
                                                 "amd-smi static")
             if raw["amd_smi_static"]:
                 raw["amd_smi_version"] = self.output([amd_smi, "version", "--json"], "amd-smi version")
                 return
-        rocm_smi = self.module.get_bin_path("rocm-smi", opt_dirs=["/opt/rocm/bin"])
+        rocm_smi = self.module.get_bin_path("rocm-smi", opt_dirs=[ROCM_BIN])
         if rocm_smi:
             raw["rocm_smi"] = self.output(
                 [rocm_smi, "--showproductname", "--showmeminfo", "vram", "--showdriverversion", "--json"], "rocm-smi")
@@ -167,7 +178,7 @@ class Collector:
 
 
 # The module's arguments; its action plugin checks the task's against this spec before it adds the platforms
-ARGUMENT_SPEC = {"platforms": {"type": "dict"}, "root": {"type": "path", "default": "/"}}
+ARGUMENT_SPEC = {"platforms": {"type": "dict"}, "secure_boot_var": {"type": "str"}, "root": {"type": "path", "default": "/"}}
 
 
 def main():
@@ -176,7 +187,7 @@ def main():
     collector = Collector(module)
     raw = {"pci": pci_entries(root), "proc_version": read(root, "proc/driver/nvidia/version"),
            "proc_modules": read(root, "proc/modules"), "processes": processes(root),
-           "secure_boot": secure_boot(root)}
+           "secure_boot": secure_boot(root, module.params["secure_boot_var"])}
     collector.nvidia(raw)
     if not raw.get("nvidia_query"):
         collector.amd(raw)

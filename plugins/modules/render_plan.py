@@ -58,7 +58,7 @@ notes:
 EXAMPLES = r"""
 - name: Render the site
   metalserve.sglang.render_plan:
-    dest: "{{ playbook_dir }}/../rendered"
+    dest: "{{ sglang_render_dir | default('') | metalserve.sglang.output_path }}"
   run_once: true
 """
 

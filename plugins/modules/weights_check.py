@@ -30,7 +30,8 @@ options:
     type: path
   hub:
     description:
-      - Read the manifest from a Hugging Face Hub API (C(endpoint), C(repo), C(revision), C(token_file)).
+      - Read the manifest from a Hugging Face Hub API (C(endpoint), C(repo), C(revision), C(token_file)); C(endpoint)
+        and C(repo) are required (the model_weights role passes the plan's).
       - The token is read from C(token_file) on the node, never passed as an argument.
     type: dict
   verify_checksums:
@@ -100,7 +101,11 @@ from ansible_collections.metalserve.sglang.plugins.module_utils import weights_m
 def hub_manifest(module, hub):
     """The manifest from the Hub's repo info (GET /api/models/<repo>/revision/<rev>?blobs=true), fetched with
     Ansible's own HTTP client (fetch_url: the node's proxy settings and CA bundle apply)."""
-    endpoint = (hub.get("endpoint") or "https://huggingface.co").rstrip("/")
+    # no default here: the plan owns the Hub's address (data/node.yml endpoints.hub) and the role passes it
+    endpoint = str(hub.get("endpoint") or "").rstrip("/")
+    if not endpoint:
+        module.fail_json(msg="hub.endpoint: the Hub API's URL is required (the model_weights role passes the plan's "
+                             "model_weights_hf_endpoint, or the Hugging Face Hub's)")
     repo, revision = hub["repo"], urllib.parse.quote(hub.get("revision") or "main", safe="")
     url = f"{endpoint}/api/models/{repo}/revision/{revision}?blobs=true"
     headers = {}

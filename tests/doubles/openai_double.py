@@ -14,9 +14,14 @@ lab's mixed shape). Modes reproduce deployment mistakes the verify playbook must
   raw-tool-call    wrong tool parser (e.g. glm45 for GLM-5.3): the call stays in content, finish_reason stop
   slow             every answer waits --delay seconds first
   unhealthy        /health and /health_generate answer 503 (a release that never becomes healthy)
+--reasoning-request is the request fields (JSON) that turn the served model's reasoning on, as the real model's chat
+template and SGLang's reasoning parser read them (e.g. {"chat_template_kwargs": {"thinking_mode": "enabled"}} for
+MiniMax-M3): a chat request without those exact fields and values gets no reasoning_content, so verify.yml's reasoning
+check fails unless it asks each model its own way. Empty ({}): the model always reasons.
 /v1/loads counts the requests it is answering (num_running_reqs) as SGLang's does, so a drain can wait for zero;
 /server_info reports --version (the release a launcher started it for).
 Usage: openai_double.py --port 30000 --model zai-org/GLM-5.3 [--mode good] [--tpot-ms 1] [--ttft-ms 0] [--api-key-file F]
+                        [--reasoning-request '{"chat_template_kwargs": {"enable_thinking": true}}']
 """
 from __future__ import annotations
 
@@ -158,6 +163,13 @@ class Double(BaseHTTPRequestHandler):
         self._stream(chain((json.dumps({"choices": [{"index": 0, "text": " tok", "finish_reason": None}]})
                             for _token in self._tokens(n)), ["[DONE]"]))
 
+    def _asks_reasoning(self, body: dict[str, Any]) -> bool:
+        """The request carries every field (and nested key) of --reasoning-request with the same value."""
+        def holds(want: dict[str, Any], got: Any) -> bool:
+            return isinstance(got, dict) and all(
+                holds(v, got.get(k)) if isinstance(v, dict) else (k in got and got[k] == v) for k, v in want.items())
+        return holds(self.cfg.reasoning_request, body)
+
     def _chat(self, body: dict[str, Any]) -> None:
         tools = body.get("tools") or []
         mode = self.cfg.mode
@@ -174,6 +186,8 @@ class Double(BaseHTTPRequestHandler):
                                   "<arg_value>Paris</arg_value>\n</tool_call>")
         elif mode == "no-reasoning":
             message["content"] = f"<think>{THINK}</think>Hello from the double."
+        elif not self._asks_reasoning(body):
+            message["content"] = "391."
         else:
             message.update(content="Hello from the double.", reasoning_content=THINK)
         if body.get("stream"):
@@ -206,6 +220,7 @@ def main() -> None:
     ap.add_argument("--tpot-ms", type=float, default=1.0)
     ap.add_argument("--ttft-ms", type=float, default=0.0)
     ap.add_argument("--api-key-file")
+    ap.add_argument("--reasoning-request", type=json.loads, default={})
     cfg = ap.parse_args()
     Double.cfg = cfg
     if cfg.api_key_file:

@@ -24,7 +24,8 @@ BASE = {"sglang_gpu": "h200", "sglang_quant": "fp8", "sglang_strategy": "high-th
 ARGSPEC = ["restart-sec-not-a-number", "install-method-both", "daemon-json-as-list", "unknown-driver-flavor"]
 PLAN = ["unknown-gpu", "three-nodes", "duplicate-ranks", "pd-worker-without-router", "uv-and-docker-both-set",
         "missing-token-for-gated-checkpoint", "secret-in-sglang-env", "type-list-for-dict", "negative-port",
-        "dflash2-with-dp-attention", "mtp-on-amd", "instance-group-with-three-members"]
+        "dflash2-with-dp-attention", "mtp-on-amd", "instance-group-with-three-members",
+        "router-setting-on-a-server-rack"]
 
 
 def inventory(tmp: Path, layer: str) -> tuple[Path, dict[str, str]]:
@@ -41,12 +42,15 @@ def inventory(tmp: Path, layer: str) -> tuple[Path, dict[str, str]]:
         rename = {h: f"{case['id']}-{h}" for h in case["hosts"]}
         for h, v in case["hosts"].items():
             v = dict(v or {})
-            if "sglang_instance_group" in v:
-                v["sglang_instance_group"] = f"{case['id']}-{v['sglang_instance_group']}"
+            for name in ("sglang_instance_group", "sglang_router_workers_group"):
+                if name in v:
+                    v[name] = f"{case['id']}-{v[name]}"
             hosts[rename[h]] = {**local, **BASE, **v}
         for g, members in (case.get("groups") or {}).items():
             groups[f"{case['id']}-{g}"] = {"hosts": {rename[m]: None for m in members}}
-        pattern = case["expect"]
+            if (case.get("group_vars") or {}).get(g):  # the group's own variables: who set them is Ansible's to tell
+                groups[f"{case['id']}-{g}"]["vars"] = case["group_vars"][g]
+        pattern = re.sub(r"^\^|\$$", "", case["expect"])  # the message stands inside a line of the play's output
         for old, new in [*rename.items(), *((g, f"{case['id']}-{g}") for g in case.get("groups") or {})]:
             pattern = re.sub(rf"(?<![\w-]){re.escape(old)}(?![\w-])", new, pattern)
         expect[rename[case.get("host") or next(iter(case["hosts"]))]] = pattern

@@ -179,8 +179,9 @@ def test_mixed(plans: dict[str, dict[str, Any]]) -> None:
     # each model with its own parsers, and verify.yml asks each the way its parser reads a request for reasoning
     parsers = (flag(p["b200-d01"], "--reasoning-parser"), flag(p["b200-d01"], "--tool-call-parser"))
     assert parsers == ("deepseek-v4", "deepseekv4")
-    assert p["b200-d01"]["verify"]["reasoning_toggle"] == "thinking"
-    assert p["h200-q01"]["verify"]["reasoning_toggle"] == p["h200-g01"]["verify"]["reasoning_toggle"] == "enable_thinking"
+    assert p["b200-d01"]["verify"]["requests"]["reasoning"] == {"chat_template_kwargs": {"thinking": True}}
+    assert p["h200-q01"]["verify"]["requests"]["reasoning"] == p["h200-g01"]["verify"]["requests"]["reasoning"] == \
+        {"chat_template_kwargs": {"enable_thinking": True}}
     # monitoring: a target per replica, labelled with its model and instance
     prometheus = site["monitoring"]["files"]["prometheus"]["content"]
     jobs = {j["job_name"]: j for j in yaml.safe_load(prometheus)["scrape_configs"]}

@@ -68,5 +68,35 @@ def test_a_benchmark_run_is_read_back_beside_the_published_numbers(tmp_path: Pat
     assert (run["isl"], run["osl"], run["cell"]["strategy"]) == (512, 64, "low-latency")
     assert changed(size(tmp_path, "-e", "size_gpu=h200", "-e", "size_quant=fp8", "-e", "size_requests_per_s=1")) == 1
     report = (tmp_path / "SIZING.md").read_text()
-    assert "| h200 | fp8 | low-latency | measured on node1 |" in report
+    assert "| h200 | fp8 | low-latency | measured on node1 at ISL 512 / OSL 64 |" in report
     assert "measured at ISL 512 / OSL 64, not the published 8192 / 1024" in report
+
+
+def test_size_reads_a_site_folder_the_inventory_names_with_inventory_dir(tmp_path: Path) -> None:
+    """README and docs/recipes.md: `-i` with the site's inventory sizes its own models, named in group_vars as
+    "{{ inventory_dir }}/..." (a path only a host of the inventory can template; the play runs on localhost)."""
+    from ansible_collections.metalserve.sglang.tests.helpers import COOKBOOK_MODELS
+    inventory = tmp_path / "site"
+    (inventory / "group_vars").mkdir(parents=True)
+    (inventory / "hosts.yml").write_text("all:\n  hosts:\n    n1: {ansible_host: 10.0.0.1}\n")
+    (inventory / "group_vars" / "all.yml").write_text(
+        'sglang_recipes: ["{{ inventory_dir | dirname }}/site-models"]\nsglang_model: minimax-m3\n')
+    import shutil
+    shutil.copytree(COOKBOOK_MODELS / "minimax-m3", tmp_path / "site-models" / "minimax-m3")
+    out = tmp_path / "rendered"
+    assert changed(size(out, "-i", str(inventory), "-e", "size_model=minimax-m3", "-e", "size_gpu=mi355x",
+                        "-e", "size_requests_per_s=5")) == 1
+    # the page's MI355X point: 420 tok/s/GPU x 8 GPUs / (1024 + 1024) tokens per request = 1.641 requests/s
+    assert "| mi355x | mxfp8 | balanced | published at ISL 1024 / OSL 1024 |" in (out / "SIZING.md").read_text()
+    assert "1.641 requests/s (8 GPUs)" in (out / "SIZING.md").read_text()
+
+
+def test_a_workload_of_ones_own_is_refused_naming_what_size_has(tmp_path: Path) -> None:
+    """size.yml sizes at the workload the page published (README, Sizing); -e size_isl is no setting of it and was
+    silently ignored."""
+    proc = size(tmp_path, "-e", "size_gpu=h200", "-e", "size_requests_per_s=4", "-e", "size_isl=4096",
+                "-e", "size_osl=256")
+    assert proc.returncode != 0 and not (tmp_path / "SIZING.md").exists()
+    said = " ".join(proc.stdout.split())
+    assert "size_isl, size_osl: no setting of size.yml, which has size_model, size_gpu" in said
+    assert "never at another one" in said

@@ -8,15 +8,27 @@ job_slice_number - 1; every group is kept (empty ones too) with its variables an
 slice's; each host gets remote_tower_enabled/remote_tower_id (and remote_host_*). Extra variables are the job
 template's, the same for every slice; awx_* meta variables name the job, never the slice. The job runs in the
 project's checkout (ansible-runner's cwd for playbooks), with a fact cache of its own under the job's artifacts.
+
+In an execution environment (run_in_ee) the job goes the way AWX sends it through receptor: `ansible-runner transmit`
+on the controller streams the private data directory and the job's arguments, `ansible-runner worker
+--private-data-dir=/runner` runs it inside the EE as the image's user (uid 1000, HOME=/runner), and `ansible-runner
+process` reads the events back. Credentials are injected as AWX injects a credential type's injectors
+(awx_plugins.interfaces' inject_credential: `file` templates into files under env/ named by tower.filename, `env`
+into the job's environment, `extra_vars` into a file under env/ passed with -e @file); the machine credential's key
+goes to ansible-runner's ssh_key (an ssh-agent in the job) and its user to -u.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 BIN = Path(sys.executable).parent
@@ -83,3 +95,76 @@ def run_job(private: Path, project: Path, playbook: str, data: dict[str, Any], e
     stdout = runner.stdout.read()
     return {"rc": runner.rc, "status": runner.status, "stdout": stdout, "seconds": round(time.monotonic() - started),
             "hosts": sorted(data["_meta"]["hostvars"])}
+
+
+#: environment names a credential type may not set (awx_plugins.interfaces, ENV_BLOCKLIST)
+ENV_BLOCKLIST = frozenset(("VIRTUAL_ENV", "PATH", "PYTHONPATH", "JOB_ID", "INVENTORY_ID", "INVENTORY_SOURCE_ID",
+                           "INVENTORY_UPDATE_ID", "AD_HOC_COMMAND_ID", "REST_API_URL", "REST_API_TOKEN",
+                           "MAX_EVENT_RES", "CALLBACK_QUEUE", "CALLBACK_CONNECTION", "CACHE", "JOB_CALLBACK_DEBUG",
+                           "INVENTORY_HOSTVARS", "AWX_HOST", "PROJECT_REVISION", "SUPERVISOR_CONFIG_PATH"))
+
+
+def inject(cred_type: dict[str, Any], inputs: dict[str, Any], private: Path) -> tuple[dict[str, str], list[str]]:
+    """A custom credential type's injectors applied to a credential's inputs, as AWX applies them to a job:
+    ({environment variables}, [ansible-playbook arguments]). Files land under private/env/ (0600), named inside the
+    EE by their /runner path."""
+    from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: PLC0415
+    import yaml  # noqa: PLC0415
+
+    sandbox, env_dir = ImmutableSandboxedEnvironment(), private / "env"
+    env_dir.mkdir(parents=True, exist_ok=True)
+    namespace: dict[str, Any] = {k: v for k, v in inputs.items() if v or isinstance(v, bool)}
+    single, files = None, {}
+    for label, template in (cred_type["injectors"].get("file") or {}).items():
+        handle, path = tempfile.mkstemp(dir=env_dir)
+        with os.fdopen(handle, "w") as out:
+            out.write(sandbox.from_string(template).render(**namespace))
+        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+        inside = "/runner/" + str(Path(path).relative_to(private))
+        if "." in label:
+            files[label.split(".")[1]] = inside
+        else:
+            single = inside
+    namespace["tower"] = SimpleNamespace(filename=single or SimpleNamespace(**files))
+    env = {name: sandbox.from_string(tmpl).render(**namespace)
+           for name, tmpl in (cred_type["injectors"].get("env") or {}).items() if name not in ENV_BLOCKLIST}
+    extra = {name: sandbox.from_string(tmpl).render(**namespace)
+             for name, tmpl in (cred_type["injectors"].get("extra_vars") or {}).items()}
+    args: list[str] = []
+    if extra:
+        handle, path = tempfile.mkstemp(dir=env_dir)
+        with os.fdopen(handle, "w") as out:
+            out.write(yaml.safe_dump(extra))
+        os.chmod(path, stat.S_IRUSR)
+        args = ["-e", "@/runner/" + str(Path(path).relative_to(private))]
+    return env, args
+
+
+def run_in_ee(private: Path, image: str, playbook: str, data: dict[str, Any], extravars: dict[str, Any],
+              cmdline: list[str], env: dict[str, str], ssh_key: str | None = None,
+              docker_args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One job in the execution environment `image`, the way AWX runs it (transmit, worker in the EE, process).
+    `private` holds the job's project (private/project) and the files credentials injected (private/env); the
+    worker's private data dir is that folder mounted at /runner, owned by the image's user (uid 1000), so what the
+    job writes in its project stays there to be read."""
+    import ansible_runner  # noqa: PLC0415 - a test dependency (requirements/test.txt)
+
+    write_script(data, private / "inventory" / "hosts")
+    stream = io.BytesIO()
+    ansible_runner.run(private_data_dir=str(private), playbook=playbook, extravars=extravars, envvars=env,
+                       cmdline=" ".join(cmdline) or None, ssh_key=ssh_key, streamer="transmit", _output=stream,
+                       ident="job")
+    work = private.parent / f"{private.name}-worker"
+    work.mkdir()
+    os.chown(work, 1000, 0)
+    started = time.monotonic()
+    worker = subprocess.run(["docker", "run", "--rm", "-i", "--user", "1000", "-v", f"{work}:/runner", *docker_args,
+                             image, "ansible-runner", "worker", "--private-data-dir=/runner"],
+                            input=stream.getvalue(), capture_output=True, check=False)
+    seconds = round(time.monotonic() - started)
+    done = private.parent / f"{private.name}-processed"
+    runner = ansible_runner.run(private_data_dir=str(done), streamer="process", _input=io.BytesIO(worker.stdout),
+                                quiet=True, ident="job")
+    stdout = runner.stdout.read() if runner.stdout else ""
+    return {"rc": runner.rc, "status": runner.status, "stdout": stdout, "seconds": seconds, "worker": work,
+            "stderr": worker.stderr.decode(errors="replace")[-3000:], "hosts": sorted(data["_meta"]["hostvars"])}

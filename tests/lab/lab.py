@@ -177,6 +177,13 @@ MIXED = (
 #: what the TEST DOUBLE answers on each server node of the mixed shape: (--port, served model name) per instance
 MIXED_DOUBLES = {"node1": [(30000, "zai-org/GLM-5.3")], "node2": [(30000, "deepseek-ai/DeepSeek-V4-Pro")],
                  "node3": [(30000 + 10 * i, "Qwen/Qwen3.8-27B-FP8") for i in range(4)]}
+#: the request fields each double answers with reasoning_content, written from SGLang 0.5.23's own code, not from the
+#: collection's data (sglang/srt/parser/reasoning_parser.py: Glm45Detector and Qwen3Detector reasoning_default
+#: "enable_thinking", DeepSeekV4Detector "explicit_thinking"; sglang/srt/entrypoints/openai/serving_chat.py
+#: _get_reasoning_toggle_param strips "explicit_"), so verify.yml fails unless it asks each model its own way
+MIXED_REASONING = {"zai-org/GLM-5.3": {"chat_template_kwargs": {"enable_thinking": True}},
+                   "deepseek-ai/DeepSeek-V4-Pro": {"chat_template_kwargs": {"thinking": True}},
+                   "Qwen/Qwen3.8-27B-FP8": {"chat_template_kwargs": {"enable_thinking": True}}}
 
 
 def mixed_hosts(name: str) -> tuple[list[str], list[str]]:
@@ -218,7 +225,8 @@ def start_doubles(name: str) -> None:
                 "# server the lab writes and enables but cannot start (no GPU). Not part of the collection.",
                 "[Unit]", f"Description=TEST DOUBLE standing in for the SGLang server on port {port} ({model})", "",
                 "[Service]", f"ExecStart=/usr/bin/python3 /usr/local/bin/openai_double.py --host 0.0.0.0 --port {port} "
-                f"--model {model} --tpot-ms 1", "Restart=on-failure", "", "[Install]", "WantedBy=multi-user.target", ""])
+                f"--model {model} --tpot-ms 1 --reasoning-request '{json.dumps(MIXED_REASONING[model])}'",
+                "Restart=on-failure", "", "[Install]", "WantedBy=multi-user.target", ""])
             path = f"/etc/systemd/system/metalserve-test-double-{port}.service"
             sh(["docker", "exec", "-i", host, "sh", "-c", f"cat > {path}"], input=unit)
             sh(["docker", "exec", host, "systemctl", "enable", "--now", path.rsplit("/", 1)[1]])

@@ -28,7 +28,11 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import
 from ansible_collections.metalserve.sglang.tests.helpers import (
     PAGE_MODELS,
     cookbook_alone,
+    page_selection,
+    page_tokens_at,
     ROOT,
+    site_cells,
+    site_models,
     revisions,
     selection_of,
     upstream,
@@ -320,6 +324,47 @@ def test_committed_flag_table_is_what_the_parser_accepts(release: str) -> None:
     committed = (ROOT / "data" / "sglang" / f"flags-{release}.yml").read_text(encoding="utf-8")
     assert yaml.safe_load(proc.stdout) == yaml.safe_load(committed), \
         f"data/sglang/flags-{release}.yml is stale: regenerate it with tools/sglang_flag_table.py --from-parser"
+
+
+# --- the fixture site's imported pages (issue 38): every imported cell means the page's command to its release ----
+
+SITE_CELLS = [(model, cell) for model in sorted(site_models()) for cell in site_cells(model)]
+
+
+@pytest.fixture(scope="module")
+def site_parsed() -> dict[str, Any]:
+    """Every imported cell of tests/fixtures/cookbook-site rendered as the page writes it (metrics off, the page's
+    parsers where the cell names them) beside the page's own command, both parsed by the release that runs it."""
+    if not PARSER_PY:
+        pytest.skip("SGLANG_PARSER_PYTHON is not set (make slow sets it)")
+    by_release: dict[str, dict[str, list[str]]] = {}
+    for model, cell in SITE_CELLS:
+        sel, _tokens, _variant = page_selection(model, cell)
+        release = recipe_engine.recipe(sel)["sglang_version"]
+        batch = by_release.setdefault(release, {})
+        for rank in range(cell["nodes"]):
+            key = f"{model}-{cell['gpu']}-{cell['quant']}-{cell['strategy']}-{cell['nodes']}#{rank}"
+            batch[f"ours:{key}"] = recipe_engine.serve_args(sel, rank, "10.0.0.1" if cell["nodes"] > 1 else None)
+            theirs = page_tokens_at(model, cell, rank)
+            batch[f"page:{key}"] = [UPSTREAM_FOR_0523.get(t, t) for t in theirs] if release == PINNED else theirs
+    missing = sorted(r for r in by_release if not parser_python(r))
+    assert not missing, f"no parser venv for SGLang {', '.join(missing)}"
+    out: dict[str, Any] = {}
+    for release, batch in by_release.items():
+        out.update(parse(parser_python(release), batch)["serve"])
+    return out
+
+
+def test_every_imported_page_cell_is_read_as_the_pages_command(site_parsed: dict[str, Any]) -> None:
+    pairs = [k[len("ours:"):] for k in site_parsed if k.startswith("ours:")]
+    assert len(SITE_CELLS) == 97 and len(pairs) >= 97
+    for key in pairs:
+        ours, page = site_parsed[f"ours:{key}"], site_parsed[f"page:{key}"]
+        assert page["ok"], (key, page["error"])
+        assert ours["ok"], (key, ours["error"])
+        assert ours["ns"] == page["ns"], key
+    print(f"\n{len(pairs)} command lines of {len(SITE_CELLS)} cells of {len(site_models())} imported models read by "
+          "their release's parser exactly as the pages' own commands")
 
 
 if __name__ == "__main__":

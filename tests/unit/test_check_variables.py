@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.tests.helpers import ROOT
@@ -124,14 +125,12 @@ def test_a_likely_typo_of_a_role_variable_is_named_with_what_was_meant() -> None
                                      "_rdma_private", "monitoring_port"], specs)
     # the collection owns every prefix it ships: a name under one that the role does not read is refused, with its
     # nearest name or where the role's names are; a near miss of a prefix (model_weight_) is refused with the name
-    # meant; a retired name says what replaced it; the site's own names (rack_vlan) and private ones are left alone;
-    # sglang_* names are the plan's to judge
+    # meant; a name retired in this minor release is the plan's warning (retired_verdict); the site's own names
+    # (rack_vlan) and private ones are left alone; sglang_* names are the plan's to judge
     assert found == {
         "model_weights": ["model_weight_source is not a variable of this collection; did you mean model_weights_source?",
                           "model_weights_revison is not a variable of model_weights (the collection owns the "
                           "model_weights_ prefix); did you mean model_weights_revision?"],
-        "nvidia_driver": ["nvidia_driver_gpu is retired: the driver stage takes the node's GPU from the site plan "
-                          "(sglang_gpu, or the GPU gpu_facts detected), the same GPU its recipe uses; set sglang_gpu"],
         "rdma": ["rdma_vlan_of_another_role is not a variable of rdma (the collection owns the rdma_ prefix); its "
                  "variables are listed in roles/rdma/README.md"]}
 
@@ -164,3 +163,22 @@ def test_a_secret_in_a_mistyped_value_is_not_quoted() -> None:
     assert "'WANDB_API_KEY=<hidden>'" in text
     assert variables.redact("at stages.weights.settings.hf_endpoint (from model_weights_hf_endpoint)") == \
         "at stages.weights.settings.hf_endpoint (from model_weights_hf_endpoint)"
+
+
+def test_a_retired_name_warns_through_the_minor_release_that_retired_it_then_is_refused() -> None:
+    """The policy of data/variables.yml `retired` against release numbers: the release that retires a name warns
+    (naming its replacement), the next minor release refuses it."""
+    doc = yaml.safe_load((ROOT / "data" / "variables.yml").read_text())["retired"]
+    name, entry = next(iter(doc.items()))
+    major, minor = (int(p) for p in entry["retired_in"].split(".")[:2])
+    replacement = " ".join(entry["replacement"].split())
+    level, text = variables.retired_verdict(name, f"{major}.{minor}.3")
+    assert level == "warning" and replacement in text and f"From {major}.{minor + 1}.0" in text
+    assert variables.retired_verdict(name, f"{major}.{minor + 1}.0") == (
+        "error", f"{name} is retired (since {entry['retired_in']}): {replacement}")
+    assert variables.retired_verdict("sglang_gpu", "9.9.9") is None
+    # this checkout's own version (galaxy.yml) decides which one a run gives
+    version = yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
+    assert variables.collection_version() == version
+    assert variables.retired_verdict(name)[0] == ("warning" if tuple(int(p) for p in version.split(".")[:2]) <= (
+        major, minor) else "error")

@@ -16,10 +16,12 @@ import pytest
 from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
+from ansible.vars.hostvars import HostVars
 from ansible.vars.manager import VariableManager
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import site as checker
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import inventory_vars
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site
 from ansible_collections.metalserve.sglang.tests.helpers import ROOT
 
@@ -36,11 +38,16 @@ FINDINGS: dict[str, list[tuple[str, str]]] = {}  # the shipped inventories pass 
 
 
 @functools.lru_cache(maxsize=None)
-def inventory(site: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
-    """(hostvars, groups) of inventories/<site>, as Ansible reads and templates them."""
+def loaded(site: str) -> tuple[InventoryManager, DataLoader, VariableManager]:
     loader = DataLoader()
     inv = InventoryManager(loader=loader, sources=[str(ROOT / "inventories" / site)])
-    manager = VariableManager(loader=loader, inventory=inv)
+    return inv, loader, VariableManager(loader=loader, inventory=inv)
+
+
+@functools.lru_cache(maxsize=None)
+def inventory(site: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]]]:
+    """(hostvars, groups) of inventories/<site>, as Ansible reads and templates them."""
+    inv, loader, manager = loaded(site)
     hostvars = {}
     for host in inv.get_hosts():
         variables = manager.get_vars(host=host, include_hostvars=False)
@@ -50,10 +57,18 @@ def inventory(site: str) -> tuple[dict[str, dict[str, Any]], dict[str, list[str]
     return hostvars, groups
 
 
+def origins(site: str) -> dict[str, dict[str, list[str]]] | None:
+    """Who set each variable, read from the inventory's sources as the plan actions read them."""
+    inv, loader, manager = loaded(site)
+    found = inventory_vars.variable_origins(HostVars(inv, manager, loader), sorted(inventory(site)[0]))
+    assert found is not None
+    return found
+
+
 @functools.lru_cache(maxsize=None)
 def checked(site: str) -> tuple[dict[str, Any], list[checker.Node], list[tuple[str, str]]]:
     hostvars, groups = inventory(site)
-    planned = plan_site(hostvars, groups)
+    planned = plan_site(hostvars, groups, origins(site))
     nodes = checker.nodes_from_site(planned, hostvars)
     return planned, checker.read_nodes(nodes), checker.check_site(nodes)
 

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from decimal import Decimal
+
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench as br
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.cookbook import convert as CONVERT
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.cookbook import jsread as JS
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.cookbook import page as PAGE
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.tests.helpers import (
@@ -67,12 +72,12 @@ def test_fixtures_are_the_files_the_index_holds(model: str, rev: str) -> None:
 
 @pytest.mark.parametrize("model,rev", MODEL_REVISIONS)
 def test_import_of_the_fixture_reproduces_data(model: str, rev: str) -> None:
-    files = IMPORT.import_model_revision(model, rev, ROOT)
+    files = IMPORT.import_model_revision(model, rev, ROOT).files
     data = ROOT / "data" / "models" / model / "cookbook" / rev
-    assert sorted(files) == sorted(p.name for p in data.iterdir())
+    assert sorted(files) == sorted(f"cookbook/{rev}/{p.name}" for p in data.iterdir())
     for name, text in files.items():
-        assert (data / name).read_text(encoding="utf-8") == text, \
-            f"data/models/{model}/cookbook/{rev}/{name} is not the import of its fixture: rerun tools/import_cookbook_cells.py"
+        assert (ROOT / "data" / "models" / model / name).read_text(encoding="utf-8") == text, \
+            f"data/models/{model}/{name} is not the import of its fixture: rerun tools/import_cookbook_cells.py"
 
 
 @pytest.mark.parametrize("model,rev", MODEL_REVISIONS)
@@ -126,20 +131,25 @@ def test_the_seed_is_revision_03d5035a() -> None:
 
 
 def test_the_reader_keeps_callbacks_opaque_and_refuses_them_where_it_reads() -> None:
-    read = IMPORT.read_js_export
+    read = JS.read_js_export
     config = read("export const config = { a: f(1), b: (s) => s.x / 2, get c() { return 1 }, d(s) { return s }, "
                   "e: \"x\" + \"y\", r: (s) => s.split(/[\\s=,]/)[0], t: `x ${y}`, n: [1, 2] };", "config")
     assert config == {"a": "f(1)", "b": "(s) => s.x / 2", "c": "() { return 1 }", "d": "(s) { return s }",
                       "e": '"x" + "y"', "r": "(s) => s.split(/[\\s=,]/)[0]", "t": "`x ${y}`", "n": [1, 2]}
-    assert all(isinstance(config[k], IMPORT.Opaque) for k in "abcdert") and not isinstance(config["n"], IMPORT.Opaque)
-    with pytest.raises(IMPORT.JsLiteralError, match=r"cells\[0\]\.verified: the page computes this value"):
-        IMPORT.literal({"verified": config["b"]}, "cells[0]")
-    with pytest.raises(IMPORT.JsLiteralError, match="`export const config` is not a literal"):
+    assert all(isinstance(config[k], JS.Opaque) for k in "abcdert") and not isinstance(config["n"], JS.Opaque)
+    with pytest.raises(JS.JsLiteralError, match=r"cells\[0\]\.verified: the page computes this value"):
+        JS.literal({"verified": config["b"]}, "cells[0]")
+    with pytest.raises(JS.JsLiteralError, match="`export const config` is not a literal"):
         read("export const config = make();", "config")
-    with pytest.raises(IMPORT.JsLiteralError, match="unexpected character '#' at offset 24"):
+    with pytest.raises(JS.JsLiteralError, match="unexpected character '#' at offset 24"):
         read("export const config = { #a: 1 };", "config")
     assert read("// c\nexport const b = [{ x: 14.20, 'k': `a\\\\\nb`, n: null, },];", "b") == \
-        [{"x": IMPORT.Decimal("14.20"), "k": "a\\\nb", "n": None}]
+        [{"x": Decimal("14.20"), "k": "a\\\nb", "n": None}]
+
+
+def _one_cell(cell: dict) -> dict:
+    config = {"modelNames": {"default|fp4": "org/M"}, "cells": [cell]}
+    return CONVERT.convert(PAGE.page_cells(config, "default")[0], "org/M", {"--tp": "--tp-size"})
 
 
 def test_a_cell_value_is_read_as_the_shell_reads_it() -> None:
@@ -147,14 +157,14 @@ def test_a_cell_value_is_read_as_the_shell_reads_it() -> None:
     cell = {"match": {"hw": "b300", "quant": "fp4", "strategy": "balanced", "nodes": "single"}, "verified": True,
             "flags": ["--trust-remote-code", "--model-path {{MODEL_NAME}}", "--tp 8",
                       "--deepep-config '{\"normal_dispatch\":{\"num_sms\":96}}'", "--host {{HOST_IP}}", "--port {{PORT}}"]}
-    assert IMPORT.convert_cell(cell, {"--tp": "--tp-size"})["flags"] == {
+    assert _one_cell(cell)["flags"] == {
         "--trust-remote-code": True, "--tp-size": 8, "--deepep-config": '{"normal_dispatch":{"num_sms":96}}'}
     cell["flags"][3] = "--deepep-config two words"
-    with pytest.raises(ValueError, match="is 2 shell words; expected one"):
-        IMPORT.convert_cell(cell, {})
+    with pytest.raises(CONVERT.LeftOut, match="is 2 shell words; expected one"):
+        _one_cell(cell)
     cell["verificationStatus"] = "in-progress"
     cell["flags"][3] = "--deepep-config x"
-    assert IMPORT.convert_cell(cell, {})["verified"] is False
+    assert _one_cell(cell)["verified"] is False
 
 
 # --- the changes between the revisions, as upstream made them (vendor-facts C.2) ---------------------
@@ -272,7 +282,8 @@ def test_the_benchmark_filter_passes_the_revision() -> None:
     rec = recipe_engine.recipe({"gpu": "h200", "quant": "fp8", "strategy": "high-throughput",
                                 "cookbook_revision": SEED_REVISION})
     # the GLM-5.3 page's speed command: random ISL 8192 / OSL 1024, range ratio 1.0, 64 warm-up requests
-    glm = {"dataset": "random", "isl": 8192, "osl": 1024, "range_ratio": 1.0, "warmup_requests": 64, "backend": "sglang"}
+    glm = {"dataset": "random", "isl": 8192, "osl": 1024, "range_ratio": 1.0, "warmup_requests": 64, "backend": "sglang",
+           "extra_args": []}
     assert bench_workload(rec) == [{"concurrency": 1024, "prompts": 2048, **glm}]
     assert bench_workload(recipe_engine.recipe({"gpu": "h200", "quant": "fp8", "strategy": "high-throughput"})) == \
         [{"concurrency": 64, "prompts": 128, **glm}, {"concurrency": 256, "prompts": 512, **glm}]
@@ -280,12 +291,14 @@ def test_the_benchmark_filter_passes_the_revision() -> None:
 
 def test_each_model_is_benchmarked_at_its_own_published_workload() -> None:
     """The Qwen3.8-27B page measured ISL 1024 / OSL 1024 through the OpenAI-compatible backend with no warm-up flag
-    (its benchmarks.jsx speed command), DeepSeek-V4 at GLM-5.3's 8192/1024: a mixed site runs each its own way."""
+    (its benchmarks.jsx speed command, which also asks --request-rate inf), DeepSeek-V4 at GLM-5.3's 8192/1024: a mixed
+    site runs each its own way."""
     from ansible_collections.metalserve.sglang.plugins.filter.bench_workload import bench_workload
     qwen = bench_workload(recipe_engine.recipe({"model": "qwen3.8-27b", "gpu": "gb300", "quant": "fp8",
                                                 "strategy": "balanced"}))
     assert qwen == [{"concurrency": c, "prompts": p, "dataset": "random", "isl": 1024, "osl": 1024, "range_ratio": 1,
-                     "warmup_requests": None, "backend": "sglang-oai"} for c, p in ((1, 64), (16, 64), (64, 256))]
+                     "warmup_requests": None, "backend": "sglang-oai", "extra_args": ["--request-rate", "inf"]}
+                    for c, p in ((1, 64), (16, 64), (64, 256))]
     deepseek = bench_workload(recipe_engine.recipe({"model": "deepseek-v4-pro", "gpu": "b200", "quant": "fp4",
                                                     "strategy": "balanced"}))
     assert [(r["concurrency"], r["prompts"], r["isl"], r["osl"], r["warmup_requests"], r["backend"]) for r in deepseek] \

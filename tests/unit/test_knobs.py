@@ -292,26 +292,58 @@ def test_removing_by_another_spelling_removes_the_flag() -> None:
 
 @pytest.mark.parametrize("variable,given,expect", [
     ("extra_args", {"--nccl-init-addr": "10.0.0.9:20000"},
-     r"^sglang_extra_args: --nccl-init-addr \(to SGLang 0\.5\.23 the same as --dist-init-addr\) is set by the collection; "
-     r"change sglang_instance_group / sglang_dist_address / sglang_dist_port instead$"),
-    ("extra_args", ["--dist-init=10.0.0.9:20000"], r"--dist-init \(to SGLang 0\.5\.23 the same as --dist-init-addr\) is set"),
-    ("extra_args", {"--model": "/srv/glm"}, r"--model \(to SGLang 0\.5\.23 the same as --model-path\) is set by the "
-                                            r"collection; change sglang_model_path instead"),
-    ("extra_args", {"--data-parallel-size": 4}, r"--data-parallel-size \(to SGLang 0\.5\.23 the same as --dp-size\) is "
-                                                r"set by the collection; change sglang_dp_attention instead"),
-    ("extra_args", {"--ep": 4}, r"--ep \(to SGLang 0\.5\.23 the same as --ep-size\) is set by the collection; change sglang_ep"),
+     r"^sglang_extra_args: --nccl-init-addr \(to SGLang 0\.5\.23 the same as --dist-init-addr\) 10\.0\.0\.9:20000 "
+     r"contradicts sglang_instance_group / sglang_dist_address / sglang_dist_port, which gives the command no "
+     r"--dist-init-addr; change sglang_instance_group / sglang_dist_address / sglang_dist_port instead$"),
+    ("extra_args", ["--dist-init=10.0.0.9:20000"],
+     r"--dist-init \(to SGLang 0\.5\.23 the same as --dist-init-addr\) 10\.0\.0\.9:20000 contradicts"),
+    ("extra_args", {"--model": "/srv/glm"}, r"--model \(to SGLang 0\.5\.23 the same as --model-path\) /srv/glm contradicts "
+                                            r"sglang_model_path, which gives the command --model-path zai-org/GLM-5\.3; "
+                                            r"change sglang_model_path instead"),
+    ("extra_args", {"--data-parallel-size": 4}, r"--data-parallel-size \(to SGLang 0\.5\.23 the same as --dp-size\) 4 "
+                                                r"contradicts sglang_dp_attention, which gives the command --dp-size 8"),
+    ("extra_args", {"--ep": 4}, r"--ep \(to SGLang 0\.5\.23 the same as --ep-size\) 4 contradicts sglang_ep"),
     ("extra_args", {"--disaggregation-bootstrap": 9100}, r"change sglang_pd\.bootstrap_port instead"),
-    ("extra_args", {"--enable-metrics": True}, r"^sglang_extra_args: --enable-metrics is set by the collection; change "
-                                               r"sglang_metrics instead$"),
-    ("remove_args", ["--enable-metrics"], r"^sglang_remove_args: --enable-metrics is set by the collection; change "
-                                          r"sglang_metrics instead$"),
-    ("remove_args", ["--enable-dp-attention"], r"^sglang_remove_args: --enable-dp-attention is set by the collection; "
-                                               r"change sglang_dp_attention instead$"),
+    ("extra_args", {"--port": 31000}, r"^sglang_extra_args: --port 31000 contradicts sglang_port, which gives the "
+                                      r"command --port 30000; change sglang_port instead$"),
+    ("remove_args", ["--enable-metrics"], r"^sglang_remove_args: removing --enable-metrics contradicts sglang_metrics, "
+                                          r"which sets --enable-metrics; change sglang_metrics instead$"),
+    ("remove_args", ["--enable-dp-attention"], r"^sglang_remove_args: removing --enable-dp-attention contradicts "
+                                               r"sglang_dp_attention, which sets --enable-dp-attention"),
     ("extra_args", {"--admin-api": "x"}, r"^sglang_extra_args: --admin-api \(to SGLang 0\.5\.23 the same as "
                                          r"--admin-api-key\) would put a secret on the command line"),
 ])
-def test_owned_flags_are_refused_under_every_spelling(variable: str, given: object, expect: str) -> None:
+def test_owned_flags_that_contradict_are_refused_under_every_spelling(variable: str, given: object, expect: str) -> None:
     refuses({**H200_HT, variable: given}, expect)
+
+
+@pytest.mark.parametrize("base,variable,given,owner", [
+    (H200_HT, "extra_args", {"--enable-metrics": True}, "sglang_metrics"),
+    (H200_HT, "extra_args", ["--port 30000"], "sglang_port"),
+    (H200_HT, "extra_args", {"--port": "30000", "--host": "0.0.0.0"}, "sglang_host"),
+    (H200_HT, "extra_args", {"--data-parallel-size": 8, "--enable-dp-attention": True}, "sglang_dp_attention"),
+    (H200_HT, "extra_args", {"--model": "zai-org/GLM-5.3"}, "sglang_model_path"),
+    ({**H200_HT, "model_path": "/nvme/glm"}, "extra_args", {"--model-path": "/nvme/glm"}, "sglang_model_path"),
+    (H200_LL, "remove_args", ["--enable-dp-attention"], "sglang_dp_attention"),
+    ({**H200_HT, "metrics": False}, "remove_args", ["--enable-metrics"], "sglang_metrics"),
+])
+def test_owned_flags_that_agree_are_accepted_with_a_warning(base: dict, variable: str, given: object,
+                                                            owner: str) -> None:
+    """Agreement is not a mistake: the command is the one the collection writes without the flag, and a warning
+    names the variable that sets it."""
+    assert serve_args({**base, variable: given}) == serve_args(base)
+    warned = [w for w in recipe({**base, variable: given})["warnings"] if w.startswith(f"sglang_{variable}:")]
+    assert warned and any(owner in w for w in warned), warned
+
+
+def test_every_contradiction_of_one_host_is_named_at_once() -> None:
+    with pytest.raises(RecipeError) as caught:
+        serve_args({**H200_HT, "extra_args": {"--port": 31000, "--enable-metrics": True, "--max-runing-requests": 8},
+                    "metrics": False, "dp_attention": 3})
+    text = str(caught.value)
+    for expect in ("sglang_dp_attention: 3 must divide", "--max-runing-requests; did you mean",
+                   "--port 31000 contradicts sglang_port", "--enable-metrics contradicts sglang_metrics"):
+        assert expect in text, text
 
 
 def test_an_ambiguous_prefix_is_refused_as_the_parser_refuses_it() -> None:
@@ -347,7 +379,7 @@ def test_dp_size_without_dp_attention_is_judged_on_the_final_namespace() -> None
 def test_a_tp_size_per_node_on_a_two_node_instance_is_refused() -> None:
     refuses({"gpu": "h200", "quant": "bf16", "strategy": "balanced", "nodes": 2,
              "extra_args": {"--tensor-parallel-size": 8}},
-            r"^sglang_extra_args: --tp-size 8 over 2 nodes is 4 GPUs per node, but glm-5\.3 h200/bf16/balanced/2 nodes "
+            r"^sglang_extra_args \(--tensor-parallel-size 8\): --tp-size 8 over 2 nodes is 4 GPUs per node, but glm-5\.3 h200/bf16/balanced/2 nodes "
             r"spans 2 h200 nodes of 8 GPUs: the TP size counts every GPU of the instance, across its nodes \(2 x 8 = 16\)\. "
             r"Set --tp-size 16, or change sglang_nodes$")
 
@@ -357,12 +389,15 @@ def test_site_recipe_cells_cannot_set_managed_flags_or_secrets() -> None:
         return {"id": "glm-5.3", "cells": [{"gpu": "h200", "quant": "fp8", "strategy": "balanced", "nodes": 1,
                                             "flags": {"--tp-size": 8, **flags}}]}
     refuses({"gpu": "h200", "strategy": "balanced", "recipes": [cell({"--port": 31000})]},
-            r"^sglang_recipes \(cell h200/fp8/balanced\): --port is set by the collection; change sglang_port instead$")
+            r"^sglang_recipes \(cell h200/fp8/balanced\): --port 31000 contradicts sglang_port, which gives the command "
+            r"--port 30000; change sglang_port instead$")
+    agreeing = recipe({"gpu": "h200", "strategy": "balanced", "recipes": [cell({"--port": 30000})]})
+    assert agreeing["args"].count("--port") == 1 and any("agrees with" in w for w in agreeing["warnings"])
     refuses({"gpu": "h200", "strategy": "balanced", "recipes": [cell({"--api-key": "x"})]},
             r"^sglang_recipes \(cell h200/fp8/balanced\): --api-key would put a secret on the command line")
     refuses({"gpu": "h200", "strategy": "balanced",
              "recipes": [cell({"--served-model-name": "hf_" + "a" * 34})]},
-            r"sglang_served_model_name instead")
+            r"--served-model-name holds a Hugging Face token")
     refuses({"gpu": "h200", "strategy": "balanced",
              "recipes": [cell({"--json-model-override-args": '{"x": "hf_' + "a" * 34 + '"}'})]},
             r"^sglang_recipes \(cell h200/fp8/balanced\): --json-model-override-args holds a Hugging Face token \(hf_\.\.\.\); "
@@ -394,10 +429,14 @@ def test_extra_args_are_checked_against_the_target_release() -> None:
     refuses({**H200_HT, "extra_args": "--enable-mixed-chunk"}, r"sglang_extra_args: expected a mapping")
 
 
-@pytest.mark.parametrize("flag,variable", [("--port", "sglang_port"), ("--model-path", "sglang_model_path"),
-                                           ("--node-rank", "sglang_instance_group"), ("--host", "sglang_host")])
-def test_extra_args_cannot_take_over_managed_flags(flag: str, variable: str) -> None:
-    refuses({**H200_HT, "extra_args": {flag: "x"}}, rf"{flag} is set by the collection; change {variable}")
+@pytest.mark.parametrize("flag,value,variable", [("--port", "31000", "sglang_port"),
+                                                 ("--model-path", "/srv/x", "sglang_model_path"),
+                                                 ("--node-rank", "1", "sglang_instance_group"),
+                                                 ("--host", "10.9.9.9", "sglang_host")])
+def test_extra_args_cannot_take_over_managed_flags(flag: str, value: str, variable: str) -> None:
+    refuses({**H200_HT, "extra_args": {flag: value}}, rf"{flag} {value} contradicts {variable}.*; change {variable}.* instead")
+    refuses({**H200_HT, "extra_args": {flag: "not-a-number"}} if flag in ("--port", "--node-rank") else
+            {**H200_HT, "extra_args": {flag: value}}, rf"^sglang_extra_args: .*{flag}")
 
 
 def test_secrets_never_go_on_the_command_line() -> None:
@@ -409,7 +448,7 @@ def test_remove_args() -> None:
     assert "--chunked-prefill-size" not in f and "--max-running-requests" not in f
     rec = recipe({**H200_HT, "remove_args": ["--cuda-graph-max-bs"]})
     assert any("--cuda-graph-max-bs is not in the command" in w for w in rec["warnings"])
-    refuses({**H200_HT, "remove_args": ["--host"]}, r"sglang_remove_args: --host is set by the collection")
+    refuses({**H200_HT, "remove_args": ["--host"]}, r"sglang_remove_args: removing --host contradicts sglang_host")
 
 
 def test_env_merges_over_cell_env() -> None:

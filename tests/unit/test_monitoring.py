@@ -61,7 +61,7 @@ def test_servers_run_with_metrics_by_default_and_without_when_asked() -> None:
     # sglang_metrics alone owns the switch: the extra/remove args name it instead of silently changing the scrape
     for sel in ({"gpu": "h200", "strategy": "high-throughput", "remove_args": ["--enable-metrics"]},
                 {"gpu": "h200", "strategy": "high-throughput", "extra_args": {"--enable-metrics": False}}):
-        with pytest.raises(RecipeError, match=r"--enable-metrics is set by the collection; change sglang_metrics"):
+        with pytest.raises(RecipeError, match=r"--enable-metrics contradicts sglang_metrics.*change sglang_metrics"):
             recipe_engine.recipe(sel)
 
 
@@ -100,7 +100,8 @@ def test_the_router_exports_on_the_port_the_plan_names() -> None:
 
 @pytest.mark.parametrize("change,message", [
     ({"sglang_router_extra_args": ["--prometheus-port", "9999"]},
-     r"sglang_router_extra_args: --prometheus-port is set by the collection; use sglang_router_metrics_port instead"),
+     r"sglang_router_extra_args: --prometheus-port 9999 contradicts sglang_router_metrics_port, which gives the command "
+     r"--prometheus-port 29000; change sglang_router_metrics_port instead"),
     ({"sglang_router_metrics_port": 8000}, r"sglang_router_metrics_port: 8000 \(router r1\) is also its serving port"),
     ({"sglang_router_metrics_port": 70000}, r"sglang_router_metrics_port: 70000 \(router r1\) is not a TCP port"),
 ])

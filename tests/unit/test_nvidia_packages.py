@@ -3,8 +3,10 @@ policy (against a real node's module version), and the IMEX domain (against a re
 from __future__ import annotations
 
 import ipaddress
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +15,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import fire
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES
+from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, ROOT
 
 GPUS = load_catalog().gpus
 REAL = FIXTURES / "nvidia" / "h200-x1-module"
@@ -164,3 +166,20 @@ def test_imex_ruleset_is_valid_nft_and_only_guards_the_imex_ports(tmp_path) -> N
     if "Operation not permitted" in proc.stderr:
         pytest.skip("nft -c needs CAP_NET_ADMIN here")
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_channel_program_reads_the_major_the_real_node_registers(tmp_path: Path) -> None:
+    """metalserve-imex-channel0, the one program that makes IMEX channel 0 by hand (at boot and on a running module):
+    its awk line finds 242 in the real H200's /proc/devices, and never takes a block device of the same name."""
+    script = (ROOT / "roles" / "nvidia_driver" / "files" / "metalserve-imex-channel0").read_text()
+    program = re.search(r"awk '([^']+)' /proc/devices", script)
+    assert program, "the script reads the major from /proc/devices with awk"
+
+    def major(text: str) -> str:
+        devices = tmp_path / "devices"
+        devices.write_text(text)
+        return subprocess.run(["awk", program.group(1), str(devices)], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    assert major((REAL.parent / "h200-x1-devices" / "proc-devices.txt").read_text()) == "242"
+    assert major("Character devices:\n195 nvidia\n\nBlock devices:\n242 nvidia-caps-imex-channels\n") == ""

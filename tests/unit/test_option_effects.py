@@ -85,7 +85,12 @@ VALUES: dict[str, Any] = {
     "sglang_install_registry_url": "registry.example.com:5000",
     "sglang_install_registry_username": "puller",
     "sglang_server_health_timeout": 1500,
+    "sglang_server_hardening": ["NoNewPrivileges=yes", "ProtectClock=yes"],
+    "sglang_router_service_hardening": ["NoNewPrivileges=yes", "ProtectClock=yes"],
+    "sglang_server_after_units": ["openibd.service"],
     "sglang_server_timeout_start": 2400,
+    # the GPUs a node must show lie between what its servers use and what it has (site/weights_inputs.py)
+    "node_acceptance_expected_gpus": 4,
 }
 # settings an option only works with (set in both renders)
 CONTEXT: dict[str, dict[str, Any]] = {
@@ -99,12 +104,28 @@ CONTEXT: dict[str, dict[str, Any]] = {
     "rdma_doca_repo_url": {"rdma_stack": "doca"},
     "rdma_doca_key_url": {"rdma_stack": "doca"},
     "rdma_doca_packages": {"rdma_stack": "doca"},
+    # a site's own key only with a mirror it re-signed (site/stage_inputs.py: never NVIDIA's or AMD's repository)
+    "nvidia_driver_repo_key_fingerprint": {"nvidia_driver_repo_base_url": "https://mirror.example.com/cuda/repos",
+                                           "nvidia_driver_repo_key_url": "https://mirror.example.com/cuda/key.pub"},
+    "rocm_driver_repo_key_fingerprint": {
+        "rocm_driver_rocm_repo_url": "https://mirror.example.com/rocm/apt/{dir}",
+        "rocm_driver_graphics_repo_url": "https://mirror.example.com/graphics/{dir}/ubuntu",
+        "rocm_driver_amdgpu_repo_url": "https://mirror.example.com/amdgpu/{driver}/ubuntu",
+        "rocm_driver_repo_key_url": "https://mirror.example.com/rocm.gpg.key"},
+    # an offline node stages its weights from inside the site, never from the Hub (site/weights_inputs.py)
+    "sglang_install_offline": {"model_weights_source": "copy",
+                               "model_weights_copy_source": "/mnt/nfs/models/zai-org/GLM-5.3"},
+    # another count than the 8 its servers use needs a node with more GPUs than that (a platform of 16)
+    "rocm_driver_expected_gpus": {"sglang_gpu_platforms": {"mi355x": {"gpus_per_node": 16}}},
 }
 # options that belong to some hosts only (a rack's group_vars): the context and the value go to these hosts alone
 ONLY: dict[str, list[str]] = {
     "model_weights_rsync_source": ["h1"], "model_weights_copy_source": ["h1"], "model_weights_fanout_group": ["h1"],
     "nvidia_driver_flavor": ["h1"], "nvidia_driver_imex_group": ["g1", "g2"], "nvidia_driver_imex_address": ["g1"],
     "rdma_peermem": ["b1", "b2"], "sglang_install_offline": ["h1"],
+    "node_acceptance_expected_gpus": ["g1", "g2"], "rocm_driver_expected_gpus": ["a1"],
+    # memlock stays unlimited on networked servers (site/runtime_inputs.py); h1 serves alone
+    "rdma_memlock_unlimited": ["h1"],
 }
 
 

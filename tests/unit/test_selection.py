@@ -33,7 +33,7 @@ def test_numeric_strings_are_accepted_like_extra_vars() -> None:
     ({"gpu": "h200", "port": 70000}, r"sglang_port: 70000 is not a TCP port"),
     ({"gpu": "h200", "env": ["A=1"]}, r"sglang_env: expected a mapping \(key: value\), got list"),
     ({"gpu": "h200", "remove_args": "--x"}, r"sglang_remove_args: expected a list, got str"),
-    ({"gpu": "h200", "strategy": "fast"}, r"sglang_strategy: 'fast' is not one of low-latency, balanced"),
+    ({"gpu": "h200", "strategy": ["fast"]}, r"sglang_strategy: expected a string, got list"),
     ({"gpu": "h200", "install_method": "pip"}, r"sglang_install_method: 'pip' is not one of docker, uv"),
     ({"gpu": "h200", "nodes": 0}, r"sglang_nodes: 0 must be 1 or more"),
     ({"gpu": "h200", "kv_cache_fp8": "maybe"}, r"sglang_kv_cache_fp8: expected true or false"),

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import site as checker
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks.readers import published
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks.site import check_site
 
 UNITS = "/etc/systemd/system/"
@@ -140,7 +141,7 @@ def test_docker_run_options_and_command() -> None:
                               "--ipc=host", "-p", "127.0.0.1:8000:30000", "img:1", "sglang", "serve", "--tp-size", "2"])
     assert run is not None and run.image == "img:1" and run.command == ("sglang", "serve", "--tp-size", "2")
     assert run.values("--gpus") == ["device=0,1"] and run.values("--ipc") == ["host"]
-    assert checker._published("127.0.0.1:8000:30000") == 8000 and checker._published("30000") is None
+    assert published("127.0.0.1:8000:30000") == 8000 and published("30000") is None
 
 
 def test_the_good_tree_passes() -> None:
@@ -294,7 +295,7 @@ def test_an_unquoted_docker_device_list_is_device_0_and_a_count() -> None:
 REPLICA = unit("/opt/sglang/venvs/0.5.23/bin/sglang serve --model-path /m --tp-size 2 --nccl-port {nccl} "
                "--host 0.0.0.0 --port {port}", env_file="/etc/sglang/{name}.env", post=PROBE)
 DOCKER_REPLICA = unit("/usr/bin/docker run --rm --name sglang-{name} --env-file /etc/sglang/{name}.env --gpus {gpus} "
-                      "--shm-size 32g --ipc=host -p {port}:{port} lmsysorg/sglang:v0.5.23-cu129 sglang serve "
+                      "--shm-size 32g --ipc=host -p {port}:{port} -v /m:/m:ro lmsysorg/sglang:v0.5.23-cu129 sglang serve "
                       "--model-path /m --tp-size 2 --host 0.0.0.0 --port {port}",
                       env_file="/etc/sglang/{name}.env", post=PROBE)
 
@@ -418,7 +419,9 @@ def test_secrets_in_units_and_command_lines() -> None:
     ("NCCL_P2P_DISABLE=True", r"NCCL_P2P_DISABLE=True in /etc/sglang/glm-prefill\.env; NCCL reads its variables as "
                               r"integers, so 'True' is 0 \(off\)\. Write 1"),
     ("NCCL_IB_DISABLE=no", r"'no' is 0 \(off\)\. Write 0"),
-    ("SGLANG_ENABLE_JIT_DEEPGEMM=yes", r"SGLANG_ENABLE_JIT_DEEPGEMM=yes .*SGLang reads booleans as true/false or 1/0.*Write true"),
+    # SGLang 0.5.23's sglang/srt/utils/common.py get_bool_env_var: only true/1 are true, anything else false
+    ("SGLANG_SET_CPU_AFFINITY=yes", r"SGLANG_SET_CPU_AFFINITY=yes .*get_bool_env_var reads it as false.*Write true/1 or "
+                                    r"false/0"),
 ])
 def test_environment_values_as_their_consumers_read_them(line: str, pattern: str) -> None:
     nodes = edit(tree(), "p1", "/etc/sglang/glm-prefill.env", "MC_FORCE_MNNVL=1\n", f"MC_FORCE_MNNVL=1\n{line}\n")

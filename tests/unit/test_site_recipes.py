@@ -46,13 +46,14 @@ def test_a_new_gpu_is_a_data_change() -> None:
 def test_a_recipe_larger_than_the_node_is_refused() -> None:
     site = {"id": "glm-5.3", "cells": [{"gpu": "gb300", "quant": "fp8", "strategy": "balanced", "nodes": 1,
                                         "flags": {"--tp-size": 8}}]}
-    with pytest.raises(RecipeError, match=r"sglang_nodes: glm-5.3 gb300/fp8/balanced/1 node needs 8 GPUs per node; "
-                                          r"a gb300 node has 4"):
+    with pytest.raises(RecipeError, match=r"^sglang_recipes \(cell gb300/fp8/balanced\): --tp-size 8 asks for 8 GPUs per "
+                                          r"node in glm-5.3 gb300/fp8/balanced/1 node; a gb300 node has 4"):
         recipe({"gpu": "gb300", "strategy": "balanced", "recipes": [site]})
 
 
 @pytest.mark.parametrize("recipes,message", [
-    ("glm", r"sglang_recipes: expected a list of model documents, got str"),
+    ("glm", r"sglang_recipes\[0\]: 'glm' is a relative path; write the folder absolutely"),
+    (3, r"sglang_recipes: expected a list of model documents, got int"),
     ([{"cells": []}], r"sglang_recipes\[0\]: missing 'id'"),
     ([{"id": "x", "cells": {"gpu": "h200"}}], r"sglang_recipes\[0\].cells: expected a list of cells"),
     ([{"id": "x", "cells": [{"quant": "fp8", "strategy": "s"}]}], r"sglang_recipes\[0\].cells\[0\]: missing 'gpu'"),
@@ -70,3 +71,17 @@ def test_bad_site_recipes(recipes: object, message: str) -> None:
 def test_bad_gpu_platform() -> None:
     with pytest.raises(RecipeError, match=r"sglang_gpu_platforms.h100: needs 'gpus_per_node'"):
         recipe({"gpu": "h100", "gpu_platforms": {"h100": {"vendor": "nvidia", "vram_gb": 80}}})
+
+
+def test_a_retired_model_field_is_read_as_before_and_warns() -> None:
+    """verify.reasoning_toggle (the key alone; issue 38 made request shapes whole values) is still read, as
+    requests.reasoning {chat_template_kwargs: {<key>: true}}, and every host serving the model is told to move on:
+    the developers' guide has a retired option warn for a minor release before it is refused."""
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import catalog
+    old = {**TINY, "verify": {"reasoning_toggle": "thinking"}}
+    rec = recipe({"model": "tiny-moe", "gpu": "h200", "quant": "bf16", "recipes": [old]})
+    assert rec["warnings"] == ["sglang_recipes[0]: verify.reasoning_toggle is retired and will be refused in a later "
+                               "minor release; write requests: {reasoning: {chat_template_kwargs: {thinking: true}}} "
+                               "instead (what it is read as now)"]
+    model = catalog.load_catalog([old]).models["tiny-moe"]
+    assert model.requests["reasoning"] == {"chat_template_kwargs": {"thinking": True}}

@@ -315,7 +315,8 @@ def test_a_pd_unit_is_measured_through_a_router_of_every_worker_and_judged_as_a_
         "--disable-circuit-breaker", "--health-check-interval-secs", "999999"]
     for side in ("before", "after"):
         judged = measured["verify"][side]
-        assert judged["skip"] == ["messages"] and judged["verify"]["reasoning_toggle"] == "enable_thinking"
+        assert judged["skip"] == ["messages"]
+        assert judged["verify"]["requests"]["reasoning"] == {"chat_template_kwargs": {"enable_thinking": True}}
         rows = verify.rows("d", {**judged, "url": "http://127.0.0.1:8001"},
                            {c: {"skipped": True} if c == "messages" else {"status": 200, "json": {}}
                             for c in verify.CHECKS}, 30.0)

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import gpu_probe
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import container, node
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.units import container_name
 
 NA = ("", "N/A", "[N/A]", "[Not Supported]", "Not Supported", "Unknown Error", "[Unknown Error]")
 GT_S_TO_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
@@ -397,7 +397,7 @@ def serving_unit(plan: dict[str, Any] | None) -> dict[str, Any] | None:
                 "any": units, "label": ", ".join(u["label"] for u in units)}
     method = str((plan.get("install") or {}).get("method") or "docker")
     if method == "docker":
-        name = container_name(plan)
+        name = node.container_name(str(plan["instance"]))
         return {"method": method, "unit": plan["unit"], "container": name, "cgroup": None,
                 "label": f"{plan['unit']}'s container {name}"}
     return {"method": method, "unit": plan["unit"], "container": None, "cgroup": f"/system.slice/{plan['unit']}",
@@ -459,7 +459,7 @@ def describe_process(proc: dict[str, Any]) -> str:
     if proc.get("cgroup"):
         about.append(f"cgroup {proc['cgroup']}")
     elif not proc.get("seen_in_proc"):
-        about.append("not found in /proc (another PID namespace, or it exited)")
+        about.append("not found in /proc (another PID namespace, or it exited)")  # one-owner: prose
     held = "; ".join(f"{_mib(g['used_mib'])}" + (f" of {_mib(g['memory_mib'])}" if g.get("memory_mib") else "")
                      + f" on GPU {g['index']}" + (f" ({g['bus_id']})" if g.get("bus_id") else "") for g in proc["gpus"])
     pid = proc["pid"] if proc["pid"] is not None else "?"
@@ -1089,13 +1089,13 @@ def launcher(method: str, vendor: str, python: str, image: str, probes: str, env
     host network and IPC, the HCAs when the node has them, and the serving environment passed in."""
     if method != "docker":
         return [python]
-    argv = ["/usr/bin/docker", "run", "--rm", "--network=host", "-v", f"{probes}:{probes}:ro"]
-    argv += list(docker["vendor"].get(vendor, docker["vendor"]["nvidia"])) + list(docker["common"])
+    options = ["--network=host", "-v", f"{probes}:{probes}:ro"]
+    options += list(docker["vendor"].get(vendor, docker["vendor"]["nvidia"])) + list(docker["common"])
     if rdma:
-        argv += list(docker["rdma"]) + (list(docker["rdma_amd_extra"]) if vendor == "amd" else [])
+        options += list(docker["rdma"]) + (list(docker["rdma_amd_extra"]) if vendor == "amd" else [])
     for key in sorted(env):
-        argv += ["-e", f"{key}={env[key]}"]
-    return argv + ["--entrypoint", "python3", image]
+        options += ["-e", f"{key}={env[key]}"]
+    return container.python_in({"method": method, "image": image}, options, entrypoint=True)
 
 
 def bench_result(out: dict[str, Any]) -> dict[str, Any]:

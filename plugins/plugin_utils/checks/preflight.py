@@ -12,9 +12,10 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell, checkpoint_of
+from ansible_collections.metalserve.sglang.plugins.module_utils import fabric_probe
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import var_or_none
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import Catalog, Cell, checkpoint_of, load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import replicas
 
 MIB_TO_GB = 1.048576e-3  # 1 MiB in decimal GB, the unit of checkpoint sizes
 
@@ -145,7 +146,8 @@ def check_gpus(r: Report, plan: dict[str, Any], gpu: dict[str, Any], platform: d
                   f"has {count} ({models}).",
                   "pick a recipe that fits this node (listed below) or run this one on a node with "
                   f"{need} {gpu_id} GPUs")
-    placed = [g for i in replicas.instances_of(plan) for g in (i.get("gpus") or [])]
+    # the servers of the host: its replicas' plans (sglang_replicas), or its own
+    placed = [g for i in plan.get("replicas") or [plan] for g in (i.get("gpus") or [])]
     if placed and max(placed) >= count:
         r.problem(f"the plan places servers on GPU {max(placed)} (sglang_replicas / sglang_replica_gpus); this node has "
                   f"{count} ({models}), GPUs 0-{count - 1}.",
@@ -243,7 +245,7 @@ def check_instance(r: Report, plan: dict[str, Any], facts: dict[str, dict[str, A
     resolved = ((facts.get(plan["host"]) or {}).get("fabric") or {}).get("resolved") or {}
     if head and not _is_ip(head) and not resolved.get(head):
         r.problem(f"the head address {head} does not resolve on this node.",
-                  "fix DNS or /etc/hosts, or set sglang_dist_address on the head to an IP")
+                  "fix DNS or /etc/hosts, or set sglang_dist_address on the head to an IP")  # one-owner: advice
 
 
 def check_rdma(r: Report, plan: dict[str, Any], fabric: dict[str, Any], limits: Limits) -> None:
@@ -255,7 +257,7 @@ def check_rdma(r: Report, plan: dict[str, Any], fabric: dict[str, Any], limits: 
     if not fabric.get("active_ports"):
         text = (f"{why} needs an ACTIVE InfiniBand/RoCE port; "
                 + (f"{fabric.get('device_count', 0)} HCA(s), none ACTIVE." if fabric.get("device_count")
-                   else "no HCA under /sys/class/infiniband."))
+                   else f"no HCA under /{fabric_probe.IB_CLASS}."))
         fix = "cable/enable the HCA ports (rdma role), or set preflight_require_rdma: false to accept TCP"
         if limits.require_rdma:
             r.problem(text, fix)
@@ -312,6 +314,17 @@ def host_facts(view: Any, getter: Any) -> dict[str, Any]:
     return {"gpu": facts.get("metalserve_gpu"), "fabric": facts.get("metalserve_fabric"),
             "mounts": facts.get("mounts"), "weights_path": weights.get("path"),
             "weights_staged": weights.get("staged", False)}
+
+
+def facts_of(hostvars: Any, hosts: Any) -> dict[str, dict[str, Any]]:
+    """host_facts() of each host, read from Ansible's hostvars."""
+    return {h: host_facts(hostvars[h], var_or_none) for h in hosts}
+
+
+def catalog_for(hostvars: Any) -> Any:
+    """catalog_of(host) for site_reports: the catalog with the host's own sglang_recipes and sglang_gpu_platforms."""
+    return lambda host: load_catalog(var_or_none(hostvars[host], "sglang_recipes"),
+                                     var_or_none(hostvars[host], "sglang_gpu_platforms"))
 
 
 def site_reports(plans: dict[str, dict[str, Any]], facts: dict[str, dict[str, Any]], catalog_of: Any,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: metalserve.sglang contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every host's role variables, checked in one pass against the roles' meta/argument_specs.yml.
+"""Every host's role variables, checked in one pass against the roles' argument specs (roles/<role>/meta/argument_specs.yml).
 
 The checking itself is Ansible's (ArgumentSpecValidator, the validator each role runs on entry); this module
 only reads each spec once, picks the variables a host sets, and turns every host's refusals into one message.
@@ -179,10 +179,42 @@ def role_outputs(role: str, roles_dir: str = str(ROLES_DIR)) -> frozenset[str]:
 
 
 @lru_cache(maxsize=None)
-def retired(data_file: str = str(ROLES_DIR.parent / "data" / "variables.yml")) -> dict[str, str]:
-    """Variables this collection no longer reads, each with what replaced it (data/variables.yml `retired`)."""
+def retired(data_file: str = str(ROLES_DIR.parent / "data" / "variables.yml")) -> dict[str, dict[str, str]]:
+    """Variables this collection no longer reads: {name: {replacement, retired_in}} (data/variables.yml `retired`)."""
     doc = yaml_read.safe_load(Path(data_file).read_text(encoding="utf-8")) or {}
-    return {str(k): " ".join(str(v).split()) for k, v in (doc.get("retired") or {}).items()}
+    return {str(k): {"replacement": " ".join(str(v.get("replacement", "")).split()), "retired_in": str(v["retired_in"])}
+            for k, v in (doc.get("retired") or {}).items()}
+
+
+@lru_cache(maxsize=1)
+def collection_version(root: str = str(ROLES_DIR.parent)) -> str:
+    """This collection's version: MANIFEST.json of an installed collection, galaxy.yml of a checkout."""
+    folder = Path(root)
+    if (folder / "MANIFEST.json").is_file():
+        return str(json.loads((folder / "MANIFEST.json").read_text(encoding="utf-8"))["collection_info"]["version"])
+    if (folder / "galaxy.yml").is_file():
+        return str((yaml_read.safe_load((folder / "galaxy.yml").read_text(encoding="utf-8")) or {}).get("version"))
+    return "unknown"
+
+
+def _minor(version: str) -> tuple[int, int]:
+    parts = [int(p) for p in re.findall(r"\d+", version)[:2]]
+    return (parts + [0, 0])[0], (parts + [0, 0])[1]
+
+
+def retired_verdict(name: str, version: str | None = None) -> tuple[str, str] | None:
+    """("warning" or "error", message) for a retired name, None for any other: it warns through the minor release that
+    retired it, naming what replaced it, and is refused from the next minor release on."""
+    entry = retired().get(name)
+    if entry is None:
+        return None
+    since = entry["retired_in"]
+    current = _minor(version or collection_version())
+    major, minor = _minor(since)
+    if current <= (major, minor):
+        return "warning", (f"{name} is retired in {since} and ignored: {entry['replacement']}. From {major}.{minor + 1}.0 "
+                           "a host that sets it is refused")
+    return "error", f"{name} is retired (since {since}): {entry['replacement']}"
 
 
 def _owner(name: str, specs: Mapping[str, Mapping[str, Any]]) -> str | None:
@@ -217,9 +249,9 @@ def _judge_name(name: str, roles: tuple[str, ...]) -> tuple[str, str] | None:
     if any(name in role_outputs(r) for r in roles):
         return None
     owner = _owner(name, specs)
-    gone = retired()
-    if name in gone:
-        return owner or "retired", f"{name} is retired: {gone[name]}"
+    gone = retired_verdict(name)
+    if gone is not None:  # a warning while it is new (the plan gives it), a refusal after
+        return (owner or "retired", gone[1]) if gone[0] == "error" else None
     if owner:
         close = difflib.get_close_matches(name, list(specs[owner]), n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}?" if close else f"its variables are listed in roles/{owner}/README.md"

@@ -5,21 +5,22 @@
 (the uri module's results) and the target made from the host's plan; returns one row per check with pass/fail,
 latency and, on failure, what is wrong and which setting to look at.
 
-What a right answer is comes from the served model's data (the plan's `verify`: model.yml's parsers and verify
-entries), so a site of several models judges each instance by its own model: the reasoning parser and the request key
-that asks for reasoning, the tool-call parser and what opens a tool call left unparsed. A model whose data names no
-reasoning (or tool-call) parser has that check marked not applicable, with the reason."""
+What a right answer is comes from the served model's data (the plan's `verify`, recipe/parsers.py: model.yml's parsers,
+requests and verify entries over the release's parser table), so a site of several models judges each instance by its
+own model: the reasoning parser and the request fields that turn reasoning on (e.g. `chat_template_kwargs:
+{thinking_mode: enabled}`), the tool-call parser and what opens a tool call left unparsed. A model whose data names no
+reasoning (or tool-call) parser, or whose `auto` parser the collection cannot resolve and whose data names no request
+shape, has that check marked not applicable, with the reason. Every target carries `ask`: the arguments that hand its
+request shapes to playbooks/files/verify_endpoint.py, the one place verify.yml and upgrade.yml both read them."""
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any, Callable
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import replicas
 
 CHECKS = ("health", "models", "chat", "reasoning", "tool_call", "messages")
-#: the chat_template_kwargs key that asks for reasoning when the model's data names none
-DEFAULT_REASONING_TOGGLE = "enable_thinking"
 
 
 def targets(plan: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -31,16 +32,29 @@ def targets(plan: dict[str, Any] | None) -> list[dict[str, Any]]:
                                plan.get("served_model_name"), plan.get("worker_argv") or [], plan.get("verify") or {})]
     out = []
     if plan.get("role") == "server" and plan.get("rank") == 0 and not plan["recipe"].get("pd_role"):
-        for instance in replicas.instances_of(plan):
+        for instance in plan.get("replicas") or [plan]:  # each replica's plan (sglang_replicas), or the host's own
             expect = instance.get("verify") or {}
             target = {"instance": instance["instance"], "url": instance["health_url"].removesuffix("/health"),
                       "served_model_name": instance["recipe"].get("served_model_name"),
-                      "argv": instance.get("argv") or [], "verify": expect}
+                      "argv": instance.get("argv") or [], "verify": expect, "ask": ask_args(expect)}
             skip = not_applicable(expect)
             if skip:
                 target["not_applicable"] = skip
             out.append(target)
     return out
+
+
+def ask_args(expect: dict[str, Any]) -> list[str]:
+    """verify_endpoint.py's arguments for the model's request shapes (JSON merged into the reasoning and tool-call
+    requests' bodies)."""
+    shapes = expect.get("requests") or {}
+    return ["--reasoning-request", json.dumps(shapes.get("reasoning") or {}, sort_keys=True),
+            "--tool-call-request", json.dumps(shapes.get("tool_call") or {}, sort_keys=True)]
+
+
+def ask_line(target: dict[str, Any]) -> str:
+    """ask_args as one shell-quoted string (the script module takes a command line)."""
+    return " ".join(shlex.quote(a) for a in target.get("ask") or ask_args(target.get("verify") or {}))
 
 
 def through_router(instance: str, url: str | None, served: str | None, argv: list[str],
@@ -50,24 +64,30 @@ def through_router(instance: str, url: str | None, served: str | None, argv: lis
     router = load_catalog().router
     skip = {check: router.get("routes_missing_reason", "") for check in router.get("routes_missing") or []}
     return {"instance": instance, "url": url, "served_model_name": served, "argv": argv, "verify": expect,
-            "not_applicable": {**not_applicable(expect), **skip}}
+            "ask": ask_args(expect), "not_applicable": {**not_applicable(expect), **skip}}
 
 
 def not_applicable(expect: dict[str, Any]) -> dict[str, str]:
     """Checks the model's data rules out: no reasoning or tool-call parser named for it (model.yml parsers)."""
     if not expect:
         return {}
+    name = expect.get("display_name") or expect.get("model")
     where = f"data/models/{expect.get('model')}/model.yml parsers (or its sglang_recipes entry)"
     out = {}
     if not expect.get("reasoning_parser"):
-        out["reasoning"] = f"{expect.get('display_name') or expect.get('model')} names no reasoning parser in {where}"
+        out["reasoning"] = f"{name} names no reasoning parser in {where}"
+    elif "reasoning" not in (expect.get("requests") or {}):
+        why = (expect.get("unresolved") or {}).get("reasoning") or \
+            f"the parser table of SGLang {expect.get('sglang_version')} says nothing of {expect['reasoning_parser']}"
+        out["reasoning"] = (f"no request shape for {name}'s reasoning: {why}; state it as requests.reasoning in its "
+                            "model.yml")
     if not expect.get("tool_call_parser"):
-        out["tool_call"] = f"{expect.get('display_name') or expect.get('model')} names no tool-call parser in {where}"
+        out["tool_call"] = f"{name} names no tool-call parser in {where}"
     return out
 
 
-def reasoning_toggle(target: dict[str, Any]) -> str:
-    return str((target.get("verify") or {}).get("reasoning_toggle") or DEFAULT_REASONING_TOGGLE)
+def reasoning_request(target: dict[str, Any]) -> dict[str, Any]:
+    return dict(((target.get("verify") or {}).get("requests") or {}).get("reasoning") or {})
 
 
 def _needs(target: dict[str, Any], kind: str) -> str:
@@ -145,7 +165,7 @@ def judge_reasoning(res: dict[str, Any], plan: dict[str, Any]) -> str | None:
     if start in content or (end and end in content):
         return f"the thinking stays inside content ({start}...{end}); {where}{_needs(plan, 'reasoning')}"
     if not message.get("reasoning_content"):
-        return (f"no reasoning_content in the reply (asked with chat_template_kwargs {reasoning_toggle(plan)}: true); "
+        return (f"no reasoning_content in the reply (asked with {json.dumps(reasoning_request(plan), sort_keys=True)}); "
                 f"{where}{_needs(plan, 'reasoning')}")
     return None
 

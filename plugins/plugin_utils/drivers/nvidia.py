@@ -18,6 +18,7 @@ import functools
 import re
 from typing import Any
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import node
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import reboot as reboot_policy
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
@@ -28,8 +29,8 @@ DRIVER_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 
 @functools.lru_cache(maxsize=None)
 def data(name: str) -> dict[str, Any]:
-    """data/nvidia/<name>.yml (repository, packages, services)."""
-    return read_yaml(DATA_DIR / "nvidia" / f"{name}.yml")
+    """data/nvidia/<name>.yml (repository, packages, services), its node folders filled in (data/node.yml)."""
+    return node.expand(read_yaml(DATA_DIR / "nvidia" / f"{name}.yml"))
 
 
 def family(distribution: str) -> str:

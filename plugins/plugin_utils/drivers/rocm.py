@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import node
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import reboot as reboot_policy
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
@@ -21,8 +22,8 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors im
 
 @functools.lru_cache(maxsize=None)
 def data(name: str) -> dict[str, Any]:
-    """data/amd/<name>.yml (repository, releases, packages)."""
-    return read_yaml(DATA_DIR / "amd" / f"{name}.yml")
+    """data/amd/<name>.yml (repository, releases, packages), its node folders filled in (data/node.yml)."""
+    return node.expand(read_yaml(DATA_DIR / "amd" / f"{name}.yml"))
 
 
 def os_key(distribution: str, version: str | int) -> str:

@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import schema
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 
@@ -67,8 +69,16 @@ class Model:
     revision: str = ""
     default_quant: str = ""  # the precision sglang_quant means when unset
     moe: bool = True  # a mixture-of-experts model (MoE knobs apply); false for a dense one
-    #: what a working server of the model answers, for playbooks/verify.yml (reasoning_toggle, tool_call_start)
+    #: what a working server of the model answers, for playbooks/verify.yml (think_start, tool_call_start)
     verify: dict[str, Any] = field(default_factory=dict)
+    #: the fields a request carries to turn reasoning (and tool calls) on: {reasoning: {...}, tool_call: {...}}
+    requests: dict[str, Any] = field(default_factory=dict)
+    #: the checkpoint's architecture, where the model names it: resolves `auto` parsers (data/sglang/parsers-*.yml)
+    architecture: str = ""
+    #: the folder the model was read from (data/models/<id>, or a site's folder named in sglang_recipes)
+    home: str = ""
+    #: what the model's data should change (a retired field it still uses): a warning on every host serving it
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,53 +163,40 @@ def _merge_images(base: dict[str, dict[str, Any]], extra: dict[str, Any]) -> dic
     return out
 
 
-def parse_model(doc: Any, where: str, origin: str, base: Model | None = None,
-                revisions: tuple[Revision, ...] = ()) -> Model:
-    if not isinstance(doc, dict):
-        raise RecipeError(f"{where}: a model document must be a mapping, got {type(doc).__name__}")
-    model_id = str(_require(doc, "id", str, where))
-    cells_doc = doc.get("cells") or []
-    if not isinstance(cells_doc, list):
-        raise RecipeError(f"{where}.cells: expected a list of cells, got {type(cells_doc).__name__}")
-    cells = [parse_cell(c, f"{where}.cells[{i}]", origin) for i, c in enumerate(cells_doc)]
-    if base is not None:
-        # a site's cells and images apply whichever cookbook revision a host selects
-        revisions = tuple(dataclasses.replace(r, cells=_merge_cells(r.cells, cells),
-                                              images=_merge_images(r.images, doc.get("images") or {}))
-                          for r in base.revisions)
-    newest = revisions[0] if revisions and base is None else None
-    for name in ("checkpoints", "images", "parsers", "speculative_presets", "hopper_fp8_kv_flags",
-                 "context_parallel", "verify"):
-        if name in doc and not isinstance(doc[name], dict):
-            raise RecipeError(f"{where}.{name}: expected a mapping, got {type(doc[name]).__name__}")
+MERGED = ("checkpoints", "parsers", "speculative_presets", "hopper_fp8_kv_flags", "context_parallel", "verify",
+          "requests")
 
-    def merged(name: str) -> dict[str, Any]:
-        out = copy.deepcopy(getattr(base, name)) if base else {}
-        out.update(copy.deepcopy(doc.get(name) or {}))
-        return out
 
-    default_quant = doc.get("default_quant", base.default_quant if base else "")
-    moe = doc.get("moe", base.moe if base else True)
-    if not isinstance(default_quant, str) or not isinstance(moe, bool):
-        raise RecipeError(f"{where}: default_quant must be a precision id and moe true or false, got "
-                          f"{default_quant!r} and {moe!r}")
-    model = Model(
-        id=model_id,
-        display_name=str(doc.get("display_name") or (base.display_name if base else model_id)),
-        checkpoints=merged("checkpoints"),
-        images=_merge_images(newest.images, doc.get("images") or {}) if newest else merged("images"),
-        parsers=merged("parsers"),
-        speculative_presets=merged("speculative_presets"),
-        hopper_fp8_kv_flags=merged("hopper_fp8_kv_flags"),
-        context_parallel=merged("context_parallel"),
-        cells=newest.cells if newest else _merge_cells(base.cells if base else (), cells),
-        min_sglang=str(doc.get("min_sglang") or (base.min_sglang if base else "")),
-        revisions=revisions,
-        revision=newest.id if newest else (base.revision if base else ""),
-        default_quant=default_quant,
-        moe=moe,
-        verify=merged("verify"),
-    )
+def _merged(doc: dict[str, Any], base: Model | None, name: str) -> dict[str, Any]:
+    out = copy.deepcopy(getattr(base, name)) if base else {}
+    out.update(copy.deepcopy(doc.get(name) or {}))
+    return out
+
+
+def _requests(doc: dict[str, Any], base: Model | None, where: str) -> dict[str, Any]:
+    """requests, with verify.reasoning_toggle (the key alone; its value was always true) read as
+    requests.reasoning: {chat_template_kwargs: {<key>: true}}; both, disagreeing, are refused."""
+    out = _merged(doc, base, "requests")
+    toggle = (doc.get("verify") or {}).get("reasoning_toggle")
+    if toggle:
+        implied = {"chat_template_kwargs": {str(toggle): True}}
+        if "reasoning" in (doc.get("requests") or {}) and doc["requests"]["reasoning"] != implied:
+            raise RecipeError(f"{where}: verify.reasoning_toggle {toggle!r} and requests.reasoning "
+                              f"{doc['requests']['reasoning']!r} disagree; keep requests.reasoning only")
+        out.setdefault("reasoning", implied)
+    return out
+
+
+def _retired_fields(doc: dict[str, Any], where: str) -> tuple[str, ...]:
+    """A warning per retired field the model's data still uses (read as before for a minor release, then refused)."""
+    toggle = (doc.get("verify") or {}).get("reasoning_toggle")
+    if not toggle:
+        return ()
+    return (f"{where}: verify.reasoning_toggle is retired and will be refused in a later minor release; write "
+            f"requests: {{reasoning: {{chat_template_kwargs: {{{toggle}: true}}}}}} instead (what it is read as now)",)
+
+
+def _check_checkpoints(model: Model, default_quant: str, where: str) -> None:
     for quant, ckpt in model.checkpoints.items():
         if not isinstance(ckpt, dict) or "id" not in ckpt:
             raise RecipeError(f"{where}.checkpoints.{quant}: expected {{id: <hub id>, size_gb: <number>}}")
@@ -210,6 +207,46 @@ def parse_model(doc: Any, where: str, origin: str, base: Model | None = None,
     if default_quant and default_quant not in model.checkpoints:
         raise RecipeError(f"{where}.default_quant: {default_quant!r} is not one of its checkpoints "
                           f"({', '.join(model.checkpoints)})")
+
+
+def _site_revisions(doc: dict[str, Any], base: Model, cells: list[Cell]) -> tuple[Revision, ...]:
+    """A site's cells and images apply whichever cookbook revision a host selects."""
+    return tuple(dataclasses.replace(r, cells=_merge_cells(r.cells, cells),
+                                     images=_merge_images(r.images, doc.get("images") or {}))
+                 for r in base.revisions)
+
+
+def parse_model(doc: Any, where: str, origin: str, base: Model | None = None,
+                revisions: tuple[Revision, ...] = (), home: str = "") -> Model:
+    if not isinstance(doc, dict):
+        raise RecipeError(f"{where}: a model document must be a mapping, got {type(doc).__name__}")
+    model_id = str(_require(doc, "id", str, where))
+    cells_doc = doc.get("cells") or []
+    if not isinstance(cells_doc, list):
+        raise RecipeError(f"{where}.cells: expected a list of cells, got {type(cells_doc).__name__}")
+    cells = [parse_cell(c, f"{where}.cells[{i}]", origin) for i, c in enumerate(cells_doc)]
+    if base is not None:
+        revisions = _site_revisions(doc, base, cells)
+    newest = revisions[0] if revisions and base is None else None
+    for name in ("images", *MERGED):
+        if name in doc and not isinstance(doc[name], dict):
+            raise RecipeError(f"{where}.{name}: expected a mapping, got {type(doc[name]).__name__}")
+    default_quant = doc.get("default_quant", base.default_quant if base else "")
+    moe = doc.get("moe", base.moe if base else True)
+    if not isinstance(default_quant, str) or not isinstance(moe, bool):
+        raise RecipeError(f"{where}: default_quant must be a precision id and moe true or false, got "
+                          f"{default_quant!r} and {moe!r}")
+    merged = {name: _merged(doc, base, name) for name in MERGED}
+    merged["requests"] = _requests(doc, base, where)
+    model = Model(
+        id=model_id, display_name=str(doc.get("display_name") or (base.display_name if base else model_id)),
+        images=_merge_images(newest.images, doc.get("images") or {}) if newest else _merged(doc, base, "images"),
+        cells=newest.cells if newest else _merge_cells(base.cells if base else (), cells),
+        min_sglang=str(doc.get("min_sglang") or (base.min_sglang if base else "")), revisions=revisions,
+        revision=newest.id if newest else (base.revision if base else ""), default_quant=default_quant, moe=moe,
+        architecture=str(doc.get("architecture") or (base.architecture if base else "")),
+        home=home or (base.home if base else ""), notes=_retired_fields(doc, where), **merged)
+    _check_checkpoints(model, default_quant, where)
     return model
 
 
@@ -221,63 +258,156 @@ def checkpoint_of(model: Model, gpu: str, quant: str) -> dict[str, Any]:
     return entry
 
 
+def model_file(path: Path, where: str, listed: str = "") -> Any:
+    """One file of a model folder, parsed; a missing file or one YAML cannot read is refused naming it."""
+    if not path.is_file():
+        raise schema.SchemaError(f"{where}: no such file" + (f" ({listed})" if listed else ""))
+    try:
+        return cached_yaml(str(path))
+    except yaml.YAMLError as exc:
+        raise schema.SchemaError(f"{where}: not YAML: {' '.join(str(exc).split())}") from None
+
+
+def _revisions(folder: Path, where: str, doc: dict[str, Any]) -> list[Revision]:
+    """Every revision model.yml lists, each file checked; every mistake of every revision in one error."""
+    revisions, errors = [], []
+    for rid in doc.get("cookbook_revisions") or []:
+        rev_where = f"{where}/cookbook/{rid}"
+        try:
+            cells = schema.cells_doc(model_file(folder / "cookbook" / str(rid) / "cells.yml", f"{rev_where}/cells.yml",
+                                                f"model.yml cookbook_revisions lists {rid}: import that revision "
+                                                "again, or take it out of the list"), f"{rev_where}/cells.yml")
+            bench = folder / "cookbook" / str(rid) / "benchmarks.yml"
+            if bench.exists():
+                schema.benchmarks_doc(model_file(bench, f"{rev_where}/benchmarks.yml"), f"{rev_where}/benchmarks.yml")
+            revisions.append(parse_revision(cells, f"{rev_where}/cells.yml"))
+        except RecipeError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise schema.SchemaError("; ".join(errors))
+    return revisions
+
+
+def read_model_folder(folder: Path, where: str, origin: str = "cookbook") -> Model:
+    """A model folder (data/models/<id>/ or a site's): model.yml and cookbook/<revision>/{cells,benchmarks}.yml,
+    each checked against the schema (recipe/schema.py) with the file and field named."""
+    doc = dict(schema.model_doc(model_file(folder / "model.yml", f"{where}/model.yml"), f"{where}/model.yml"))
+    revisions = _revisions(folder, where, doc)
+    if not revisions:
+        doc["cells"] = (cached_yaml(str(folder / "cells.yml")) if (folder / "cells.yml").exists() else {}).get(
+            "cells", [])
+    return parse_model(doc, where, origin, revisions=tuple(revisions), home=str(folder))
+
+
 @functools.lru_cache(maxsize=None)
 def _shipped(data_dir: str) -> Catalog:
     root = Path(data_dir)
     models: dict[str, Model] = {}
     for model_dir in sorted(p for p in (root / "models").iterdir() if p.is_dir()):
-        doc = dict(read_yaml(model_dir / "model.yml"))
-        where = f"data/models/{model_dir.name}"
-        revisions = tuple(parse_revision(read_yaml(model_dir / "cookbook" / str(rid) / "cells.yml"),
-                                         f"{where}/cookbook/{rid}/cells.yml")
-                          for rid in doc.get("cookbook_revisions") or [])
-        if not revisions:
-            doc["cells"] = (read_yaml(model_dir / "cells.yml") or {}).get("cells", [])
-        model = parse_model(doc, where, "cookbook", revisions=revisions)
+        model = read_model_folder(model_dir, f"data/models/{model_dir.name}")
         models[model.id] = model
+    ports = read_yaml(root / "sglang" / "ports.yml")
     return Catalog(
         models=models,
         gpus=read_yaml(root / "gpus.yml"),
         versions=read_yaml(root / "sglang" / "versions.yml"),
-        ports=read_yaml(root / "sglang" / "ports.yml"),
+        ports=ports,
         router=read_yaml(root / "sglang" / "router.yml"),
-        variables=read_yaml(root / "variables.yml"),
+        variables=with_port_defaults(read_yaml(root / "variables.yml"), ports),
     )
 
 
+def _site_folders(entry: str, where: str) -> list[Path]:
+    """A sglang_recipes entry that names a folder: one model's (it holds model.yml) or a folder of such folders."""
+    folder = Path(entry)
+    if not folder.is_absolute():
+        raise RecipeError(f"{where}: {entry!r} is a relative path; write the folder absolutely, e.g. "
+                          f"\"{{{{ inventory_dir | dirname }}}}/{entry}\" (beside the inventory directory, not in it: "
+                          "Ansible reads YAML files under an inventory directory as inventory)")
+    if (folder / "model.yml").is_file():
+        return [folder]
+    found = sorted(p.parent for p in folder.glob("*/model.yml"))
+    if not found:
+        raise RecipeError(f"{where}: {entry} holds no model.yml and no <model>/model.yml (a folder "
+                          "metalserve.sglang.import_page writes, or one shaped like data/models/<id>/)")
+    return found
+
+
+def _site_folder_models(entry: str, where: str) -> dict[str, Model]:
+    """The models of a sglang_recipes folder; every mistake of every model folder in one error."""
+    out, errors = {}, []
+    for folder in _site_folders(entry, where):
+        try:
+            model = read_model_folder(folder, f"{where}: {folder}", "site")
+            out[model.id] = model
+        except RecipeError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise schema.SchemaError("; ".join(errors))
+    return out
+
+
+def _site_models(recipes: Any, models: dict[str, Model]) -> dict[str, Model]:
+    if isinstance(recipes, (dict, str)):
+        recipes = [recipes]
+    if not isinstance(recipes, list):
+        raise RecipeError(f"sglang_recipes: expected a list of model documents, got {type(recipes).__name__}")
+    models = dict(models)
+    for i, doc in enumerate(recipes):
+        where = f"sglang_recipes[{i}]"
+        if isinstance(doc, str):
+            models.update(_site_folder_models(doc, where))
+            continue
+        base = models.get(doc.get("id")) if isinstance(doc, dict) else None
+        model = parse_model(doc, where, "site", base)
+        schema.check(doc, schema.MODEL, where)  # after parse_model: its messages are the more specific
+        models[model.id] = model
+    return models
+
+
+def _site_gpus(gpus: dict[str, Any], gpu_platforms: Any) -> dict[str, Any]:
+    if not isinstance(gpu_platforms, dict):
+        raise RecipeError(
+            f"sglang_gpu_platforms: expected a mapping of gpu id to platform, got {type(gpu_platforms).__name__}"
+        )
+    gpus = copy.deepcopy(gpus)
+    for gpu_id, entry in gpu_platforms.items():
+        if not isinstance(entry, dict):
+            raise RecipeError(f"sglang_gpu_platforms.{gpu_id}: expected a mapping, got {type(entry).__name__}")
+        merged_entry = dict(gpus.get(gpu_id, {}))
+        merged_entry.update(entry)
+        for key, kind in (("vendor", str), ("gpus_per_node", int), ("vram_gb", (int, float))):
+            if not isinstance(merged_entry.get(key), kind):
+                raise RecipeError(f"sglang_gpu_platforms.{gpu_id}: needs '{key}' (vendor, gpus_per_node, vram_gb)")
+        gpus[gpu_id] = merged_entry
+    return gpus
+def gpu_platform(gpus: dict[str, Any], gpu: str) -> dict[str, Any]:
+    """The platform table entry of a GPU id (data/gpus.yml plus sglang_gpu_platforms): the one refusal of a GPU the
+    table does not know."""
+    platform = gpus.get(gpu)
+    if platform is None:
+        raise RecipeError(f"sglang_gpu: {gpu!r} is not a GPU the recipes know; known: {', '.join(sorted(gpus))} "
+                          "(add one with sglang_gpu_platforms)")
+    return platform
+
+
+def with_port_defaults(variables: dict[str, Any], ports: dict[str, Any]) -> dict[str, Any]:
+    """data/variables.yml with `default_port: <name>` read from data/sglang/ports.yml, the ports' one home."""
+    for section in variables.values():
+        for spec in section.values() if isinstance(section, dict) else ():
+            if isinstance(spec, dict) and "default_port" in spec:
+                spec["default"] = ports[spec.pop("default_port")]
+    return variables
+
+
 def load_catalog(recipes: Any = None, gpu_platforms: Any = None, data_dir: Path = DATA_DIR) -> Catalog:
-    """The shipped catalog with a site's sglang_recipes and sglang_gpu_platforms merged over it."""
+    """The shipped catalog with a site's sglang_recipes (model documents, or folders of them) and
+    sglang_gpu_platforms merged over it."""
     shipped = _shipped(str(data_dir))
     if not recipes and not gpu_platforms:
         return shipped
-    models = dict(shipped.models)
-    if recipes:
-        if isinstance(recipes, dict):
-            recipes = [recipes]
-        if not isinstance(recipes, list):
-            raise RecipeError(
-                f"sglang_recipes: expected a list of model documents, got {type(recipes).__name__}"
-            )
-        for i, doc in enumerate(recipes):
-            where = f"sglang_recipes[{i}]"
-            base = models.get(doc.get("id")) if isinstance(doc, dict) else None
-            model = parse_model(doc, where, "site", base)
-            models[model.id] = model
-    gpus = copy.deepcopy(shipped.gpus)
-    if gpu_platforms:
-        if not isinstance(gpu_platforms, dict):
-            raise RecipeError(
-                f"sglang_gpu_platforms: expected a mapping of gpu id to platform, got {type(gpu_platforms).__name__}"
-            )
-        for gpu_id, entry in gpu_platforms.items():
-            if not isinstance(entry, dict):
-                raise RecipeError(f"sglang_gpu_platforms.{gpu_id}: expected a mapping, got {type(entry).__name__}")
-            merged_entry = dict(gpus.get(gpu_id, {}))
-            merged_entry.update(entry)
-            for key, kind in (("vendor", str), ("gpus_per_node", int), ("vram_gb", (int, float))):
-                if not isinstance(merged_entry.get(key), kind):
-                    raise RecipeError(f"sglang_gpu_platforms.{gpu_id}: needs '{key}' (vendor, gpus_per_node, vram_gb)")
-            gpus[gpu_id] = merged_entry
+    models = _site_models(recipes, shipped.models) if recipes else dict(shipped.models)
+    gpus = _site_gpus(shipped.gpus, gpu_platforms) if gpu_platforms else copy.deepcopy(shipped.gpus)
     return dataclasses.replace(shipped, models=models, gpus=gpus)
 
 
@@ -302,10 +432,12 @@ def with_revision(model: Model, wanted: str | None) -> Model:
     return dataclasses.replace(model, cells=rev.cells, images=rev.images, revision=rev.id)
 
 
-def benchmarks_path(model_id: str, revision: str | None = None, data_dir: Path = DATA_DIR) -> Path:
-    """The published numbers of a model's cookbook revision (default: the newest shipped)."""
-    model_dir = Path(data_dir) / "models" / model_id
-    model = _shipped(str(data_dir)).models.get(model_id)
+def benchmarks_path(model_id: str, revision: str | None = None, data_dir: Path = DATA_DIR,
+                    model: Model | None = None) -> Path:
+    """The published numbers of a model's cookbook revision (default: the newest): data/models/<id>/, or the site
+    folder the model was read from (model.home)."""
+    model = model or _shipped(str(data_dir)).models.get(model_id)
+    model_dir = Path(model.home) if model and model.home else Path(data_dir) / "models" / model_id
     if model is None or not model.revisions:
         return model_dir / "benchmarks.yml"
     rev = find_revision(model, revision) if revision else model.revisions[0]

@@ -30,6 +30,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog i
     Model,
     checkpoint_of,
     flag_table,
+    gpu_platform,
     load_catalog,
     managed,
     router_flag_table_doc,
@@ -37,8 +38,8 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog i
 )
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_kind
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.revisions import revision_warning, same_command
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import normalize
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import Mistakes, RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import checked_selection
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import (
     at_least,
     canonical_version,
@@ -108,10 +109,7 @@ def select_cell(catalog: Catalog, sel: dict[str, Any]) -> tuple[Model, dict[str,
     if not gpu:
         raise RecipeError(f"sglang_gpu: not set; {model.id} has recipes for "
                           f"{', '.join(sorted({c.gpu for c in model.cells}))}")
-    platform = catalog.gpus.get(gpu)
-    if platform is None:
-        raise RecipeError(f"sglang_gpu: {gpu!r} is not a GPU the recipes know; known: "
-                          f"{', '.join(sorted(catalog.gpus))} (add one with sglang_gpu_platforms)")
+    platform = gpu_platform(catalog.gpus, gpu)
     only = next(iter(model.checkpoints)) if len(model.checkpoints) == 1 else ""
     quant, strategy, nodes = sel["quant"] or model.default_quant or only, sel["strategy"], sel["nodes"]
     if not quant:
@@ -259,21 +257,27 @@ def spell_for_release(args: argv.Args, version: str, renames: list[dict[str, Any
 
 
 def translate(b: Build) -> Build:
-    """Rename flags for the target release, refuse features it lacks, check names against its table."""
+    """Rename flags for the target release, refuse features it lacks, check names against its table (every flag that
+    does not fit is named, not the first)."""
     versions = b.catalog.versions
     args = spell_for_release(b.args, b.version, versions.get("renames", []))
     for feature in versions.get("features", []):
         i = argv.find(args, feature["flag"])
         if i >= 0 and not at_least(b.version, feature["since"]):
-            raise RecipeError(
+            b = b.refuse(RecipeError(
                 f"{args[i].origin}: {feature['feature']} ({feature['flag']}) needs SGLang >= {feature['since']}; "
-                f"the command targets {b.version}{_release_hint(b)}")
+                f"the command targets {b.version}{_release_hint(b)}"))
     table = flag_table(b.version)
     if table is None:
-        raise RecipeError(unknown_release_message(b.catalog, b.version, _release_source(b)))
+        return b.refuse(RecipeError(unknown_release_message(b.catalog, b.version, _release_source(b)))).with_(args=args)
+    kept = []
     for arg in args:
-        _check_against_table(arg, table, b.version)
-    return b.with_(args=args)
+        try:
+            _check_against_table(arg, table, b.version)
+            kept.append(arg)
+        except RecipeError as exc:  # noted, and left out of the command the later checks read
+            b = b.refuse(exc)
+    return b.with_(args=kept)
 
 
 def _release_source(b: Build) -> str:
@@ -342,6 +346,26 @@ def namespace(b: Build) -> dict[str, Any]:
         raise RecipeError(f"{origin}: SGLang {b.version}'s parser refuses the command: {exc.message}") from None
 
 
+def parsed(b: Build) -> Build:
+    """The command as the release's parser reads it, with every flag whose value the parser refuses noted (named by
+    the variable or cell that put it there) and left out, so that the checks after it judge the rest."""
+    table = knobs.cli_table(b.version)
+    if table is None:
+        return b
+    for _attempt in range(len(b.args) + 1):
+        try:
+            return b.with_(namespace=cli.parse(argv.tokens(b.args), table).namespace)
+        except cli.CliError as exc:
+            where = [i for i, a in enumerate(b.args) if a.name == exc.option or (
+                exc.dest is not None and a.name in table.flags and table.dest(a.name) == exc.dest)]
+            b = b.refuse(RecipeError(f"{_origin_of_option(b, exc.option, exc.dest, table)}: SGLang {b.version}'s "
+                                     f"parser refuses the command: {exc.message}"))
+            if not where:
+                return b
+            b = b.with_(args=[a for i, a in enumerate(b.args) if i != where[0]])
+    return b
+
+
 def _origin_of_option(b: Build, option: str | None, dest: str | None, table: cli.Table) -> str:
     for arg in b.args:
         if arg.name == option or (dest is not None and arg.name in table.flags and table.dest(arg.name) == dest):
@@ -386,24 +410,51 @@ def _origin(b: Build, name: str) -> str:
 
 def check_parallel_layout(b: Build) -> None:
     """The flags the placement depends on must survive extra/remove args and still fit each other, judged on the
-    final namespace (what SGLang will hold), whatever spelling set them."""
+    final namespace (what SGLang will hold), whatever spelling set them; every misfit is named at once."""
+    mistakes = Mistakes()
+    for check in (_tp_kept, _dp_with_attention, _dp_divides_tp, _ep_divides_tp, _tp_over_nodes, _ports_in_range,
+                  _internal_ports_fit):
+        mistakes.attempt(check, b)
+    mistakes.raise_any()
+
+
+def _sizes(b: Build) -> tuple[int, int, int]:
+    return int(_ns(b, "--tp-size", 1)), int(_ns(b, "--dp-size", 1)), int(_ns(b, "--pp-size", 1))
+
+
+def _tp_kept(b: Build) -> None:
     if any(name == "--tp-size" for name, _v in b.cell.flags) and _given(b, "--tp-size") is None:
         raise RecipeError(f"sglang_remove_args: removing --tp-size breaks {b.where}: the placement (GPUs per node, "
                           f"ranks) depends on it. Keep it, or change it with sglang_extra_args")
-    tp, dp, pp = int(_ns(b, "--tp-size", 1)), int(_ns(b, "--dp-size", 1)), int(_ns(b, "--pp-size", 1))
+
+
+def _dp_with_attention(b: Build) -> None:
+    tp, dp, pp = _sizes(b)
     if dp > 1 and not _ns(b, "--enable-dp-attention", False):
         who = _given(b, "--dp-size")
         raise RecipeError(f"{who.origin if who else 'the command'}: --dp-size {dp} without DP attention runs {dp} "
                           f"replicas of TP {tp} ({dp * tp * pp} GPUs) in {b.where}, not the {tp * pp} the placement "
                           "gives it; use sglang_dp_attention (a size turns DP attention on, off drops both flags)")
+
+
+def _dp_divides_tp(b: Build) -> None:
+    tp, dp, _pp = _sizes(b)
     if dp < 1 or tp % dp:
         who = _origin(b, "--tp-size") if _origin(b, "--tp-size") != "sglang_dp_attention" else _origin(b, "--dp-size")
         raise RecipeError(f"{who}: --tp-size {tp} no longer fits --dp-size {dp} in {b.where} (the DP size must divide "
                           f"the TP size: {_divisors(tp)}); change sglang_dp_attention together with the TP size")
+
+
+def _ep_divides_tp(b: Build) -> None:
+    tp, _dp, _pp = _sizes(b)
     ep = _flag_int(b, "--ep-size")
     if ep is not None and (ep < 1 or tp % ep):
         raise RecipeError(f"{_origin(b, '--ep-size')}: --ep-size {ep} does not divide --tp-size {tp} in {b.where} "
                           f"(choose one of {_divisors(tp)})")
+
+
+def _tp_over_nodes(b: Build) -> None:
+    tp, _dp, pp = _sizes(b)
     nodes = b.cell.nodes
     have = int(b.platform.get("gpus_per_node") or 0)
     if nodes > 1 and have and tp * pp != nodes * have:
@@ -413,10 +464,18 @@ def check_parallel_layout(b: Build) -> None:
                           f"{b.cell.gpu} nodes of {have} GPUs: the TP size counts every GPU of the instance, across its "
                           f"nodes ({nodes} x {have} = {nodes * have}). Set --tp-size {nodes * have // pp}, or change "
                           "sglang_nodes")
+
+
+def _ports_in_range(b: Build) -> None:
+    mistakes = Mistakes()
     for name in PORT_FLAGS:
         port = _flag_int(b, name)
         if port is not None and not 1 <= port <= 65535:
-            raise RecipeError(f"{_origin(b, name)}: {name} {port} is not a TCP port (1-65535)")
+            mistakes.add(f"{_origin(b, name)}: {name} {port} is not a TCP port (1-65535)")
+    mistakes.raise_any()
+
+
+def _internal_ports_fit(b: Build) -> None:
     if b.sel["nodes"] > 1:
         last = b.dist_port + b.catalog.ports["dist_internal_count"]
         if last > 65535:
@@ -436,12 +495,18 @@ def _divisors(n: int) -> str:
 
 
 def final_checks(b: Build) -> Build:
-    b = b.with_(namespace=namespace(b))
-    check_parallel_layout(b)
-    per_node = gpus_per_node(b)
-    if per_node > int(b.platform.get("gpus_per_node", per_node)):
-        raise RecipeError(f"sglang_nodes: {b.where} needs {per_node} GPUs per node; a {b.cell.gpu} node has "
-                          f"{b.platform['gpus_per_node']}. Use more nodes or a smaller TP size")
+    """The final command as its release reads it: the layout, the GPUs per node; then the warnings. Raises every
+    mistake of the build (those noted on the way included) at once."""
+    mistakes = Mistakes()
+    for message in b.mistakes:
+        mistakes.add(message)
+    parsed = mistakes.attempt(namespace, b)
+    if parsed is None:
+        mistakes.raise_any()
+    b = b.with_(namespace=parsed)
+    mistakes.attempt(check_parallel_layout, b)
+    mistakes.attempt(_fits_node, b)
+    mistakes.raise_any()
     moved = revision_warning(b.model, b.cell)
     if moved:
         b = b.warn(moved)
@@ -455,6 +520,22 @@ def final_checks(b: Build) -> Build:
         b = b.warn(f"speculative decoding is on and --max-running-requests is not set: SGLang caps running "
                    f"requests at {SPECULATIVE_CAP}. Set it with sglang_extra_args if you need more")
     return b
+
+
+def _fits_node(b: Build) -> None:
+    """The GPUs per node the final command asks for (TP x PP over the nodes) against the node's; named after the
+    input that set the size (a cell's own size: sglang_nodes)."""
+    per_node = gpus_per_node(b)
+    have = int(b.platform.get("gpus_per_node", per_node))
+    if per_node <= have:
+        return
+    sizes = [a for a in (_given(b, "--tp-size"), _given(b, "--pp-size")) if a is not None]
+    mine = [a for a in sizes if not a.origin.startswith("cell ")]
+    who = mine[0].origin if mine else "sglang_nodes"
+    tp, _dp, pp = _sizes(b)
+    layout = f"--tp-size {tp}" + (f" x --pp-size {pp}" if pp > 1 else "")
+    raise RecipeError(f"{who}: {layout} asks for {per_node} GPUs per node in {b.where}; a {b.cell.gpu} node has "
+                      f"{have}. Use more nodes (sglang_nodes) or a smaller TP size")
 
 
 def gpus_per_node(b: Build) -> int:
@@ -482,31 +563,120 @@ def build(selection: Any) -> Build:
 
 
 def _build(selection: Any) -> Build:
+    """The recipe of one selection. Every mistake is collected (the values of the wrong type, the input checks, each
+    knob, each extra or removed flag, each flag the release does not know, the final layout) and raised at once;
+    only a mistake that leaves nothing to build on (no cell, no release, no ports) stops early."""
     catalog = load_catalog(
         selection.get("recipes") if isinstance(selection, dict) else None,
         selection.get("gpu_platforms") if isinstance(selection, dict) else None,
     )
-    sel = normalize(selection, catalog.variables["recipe"])
-    model, platform, cell = select_cell(catalog, sel)
-    input_checks.check_all(sel, model.id, model.min_sglang)
-    version, _image, release_warnings = resolve_release(catalog, model, sel)
-    port, dist = resolve_ports(catalog, sel)
+    sel, mistakes = checked_selection(selection, catalog.variables["recipe"])  # a refused value stands at its default
+    for check in input_checks.CHECKS:
+        mistakes.attempt(check, sel)
+    chosen = mistakes.attempt(select_cell, catalog, sel)
+    if chosen is None:
+        mistakes.raise_any()
+    model, platform, cell = chosen
+    mistakes.attempt(input_checks.check_release, sel, model.id, model.min_sglang)
+    release = mistakes.attempt(resolve_release, catalog, model, sel)
+    ports = mistakes.attempt(resolve_ports, catalog, sel)
+    if ports is None and sel["pd"] is not None:  # a PD setting that cannot be read: noted, judged without it
+        sel = {**sel, "pd": None}
+        ports = mistakes.attempt(resolve_ports, catalog, sel)
+    if release is None or ports is None:
+        mistakes.raise_any()
+    version, _image, release_warnings = release
+    port, dist = ports
     checkpoint = checkpoint_of(model, cell.gpu, cell.quant)["id"]
     args = [argv.Arg("--model-path", checkpoint, "cell")]
     where = f"cell {cell.gpu}/{cell.quant}/{cell.strategy}"
     args += [argv.Arg(name, argv.as_value(value), f"sglang_recipes ({where})" if cell.origin == "site" else where)
              for name, value in cell.flags]
     b = Build(sel=sel, catalog=catalog, model=model, platform=platform, cell=cell, version=version,
-              args=args, env=dict(cell.env), port=port, dist_port=dist, warnings=tuple(release_warnings))
+              args=args, env=dict(cell.env), port=port, dist_port=dist,
+              warnings=model.notes + tuple(release_warnings), mistakes=tuple(mistakes.found))
     b = knobs.cell_args(b)
     for knob in KNOB_ORDER:
-        b = knob(b)
+        b = _step(knob, b)
     b = knobs.apply_extra_args(b)
     b = knobs.apply_remove_args(b)
     b = knobs.apply_listen(b)
-    knobs.check_env(sel["env"] or {})
+    b = _step(lambda x: (knobs.check_env(sel["env"] or {}), x)[1], b)
     b = b.with_(env={**b.env, **{str(k): str(v) for k, v in (sel["env"] or {}).items()}})
-    return final_checks(translate(b))
+    return final_checks(judge_claims(parsed(_step(translate, b))))
+
+
+def _step(step: Callable[[Build], Build], b: Build) -> Build:
+    """One step of the build; a mistake is noted and the build goes on without that step."""
+    try:
+        return step(b)
+    except RecipeError as exc:
+        return b.refuse(exc)
+
+
+def judge_claims(b: Build) -> Build:
+    """Flags the operator gave that the collection sets (knobs.Claim), judged on the final command as the release's
+    parser reads it: the same value is agreement (accepted, with a warning that the flag is the collection's to
+    set), another value a contradiction (refused, naming the variable that sets it)."""
+    table = knobs.cli_table(b.version)
+    if not b.claims or table is None:
+        return b
+    reference = argv.tokens(b.args) + (["--nnodes", str(b.cell.nodes)] if b.cell.nodes > 1 else [])
+    try:
+        before = cli.parse(reference, table)
+    except cli.CliError:
+        return b  # the command itself is refused: final_checks names why
+    for claim in b.claims:
+        try:
+            b = b.warn(_agreement(claim, before, reference, table, b))
+        except RecipeError as exc:
+            b = b.refuse(exc)
+    return b
+
+
+#: the flags the collection sets per member of a multi-node instance: no one value agrees with every member
+PER_MEMBER = ("--node-rank", "--dist-init-addr")
+
+
+def _agreement(claim: knobs.Claim, before: cli.Parsed, reference: list[str], table: cli.Table, b: Build) -> str:
+    """The warning of a claim that agrees with the final command; raises the contradiction."""
+    dest = claim.flag.dest or ""
+    written = knobs.shown_flag(claim.flag, claim.canonical, b.version)
+    given = " ".join([written, *_value_tokens(claim.value)])
+    ours = " ".join([claim.canonical, *_value_tokens(_reference_value(b, claim.canonical))])
+    if claim.canonical in PER_MEMBER and b.cell.nodes > 1:
+        raise RecipeError(f"{claim.variable}: {given}: the collection sets {claim.canonical} for each member of "
+                          f"{b.where} from {claim.owner}; drop it")
+    if claim.value is None:  # a removal agrees when the collection does not set the flag either
+        if not before.given(dest):
+            return (f"{claim.variable}: {written} is not set on {b.where} ({claim.owner} decides it); nothing to "
+                    "remove, drop it")
+        raise RecipeError(f"{claim.variable}: removing {written} contradicts {claim.owner}, which sets {ours}; "
+                          f"change {claim.owner} instead")
+    try:
+        after = cli.parse(reference + [claim.flag.written, *_value_tokens(claim.value)], table)
+    except cli.CliError as exc:
+        raise RecipeError(f"{claim.variable}: SGLang {b.version}'s parser refuses {given}: {exc.message}") from None
+    if after.namespace.get(dest) == before.namespace.get(dest):
+        return (f"{claim.variable}: {given} agrees with what the collection sets ({claim.owner}); the collection "
+                "keeps setting it, drop it")
+    shown = ours if before.given(dest) else f"no {claim.canonical}"
+    raise RecipeError(f"{claim.variable}: {given} contradicts {claim.owner}, which gives the command {shown}; change "
+                      f"{claim.owner} instead")
+
+
+def _value_tokens(value: Any) -> list[str]:
+    if value is True or value is None:
+        return []
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else [str(value)]
+
+
+def _reference_value(b: Build, canonical: str) -> Any:
+    i = argv.find(b.args, canonical)
+    if i < 0:
+        return str(b.cell.nodes) if canonical == "--nnodes" and b.cell.nodes > 1 else None
+    value = b.args[i].value
+    return True if value is None else value
 
 
 def recipe(selection: Any) -> dict[str, Any]:
@@ -642,17 +812,45 @@ def node_args(b: Build, node_rank: Any = 0, head_address: Any = None) -> list[st
 
 
 def router_args(spec: Any) -> list[str]:
-    """argv after `python3 -m sglang_router.launch_router`.
+    """argv after `python3 -m sglang_router.launch_router` (router_command, without its warnings)."""
+    return router_command(spec)[0]
+
+
+def router_command(spec: Any) -> tuple[list[str], list[str]]:
+    """(argv after `python3 -m sglang_router.launch_router`, warnings).
 
     spec: {mode: pd|plain, prefill: [url or {url, bootstrap_port}], decode: [url], workers: [url],
-           host: 0.0.0.0, port: 8000, metrics_port: 29000 (--prometheus-host/-port; None leaves
-           sglang-router's own default), policy: str|None, extra_args: [tokens]}
+           host: 0.0.0.0, port (data/sglang/ports.yml's router when unset), metrics_port (--prometheus-host/-port;
+           None leaves sglang-router's own default), policy: str|None, extra_args: [tokens]}
     """
     if not isinstance(spec, dict):
         raise RecipeError(f"router spec: expected a mapping, got {type(spec).__name__}")
     catalog = load_catalog()
     mode = spec.get("mode") or ("pd" if spec.get("prefill") or spec.get("decode") else "plain")
-    port = spec.get("port") or catalog.ports["router"]
+    out, defaults = _router_workers(spec, mode, catalog)
+    host = str(spec.get("host") or "0.0.0.0")
+    out += ["--host", host, "--port", str(spec.get("port") or catalog.ports["router"])]
+    table = router_table()
+    extra, claims = router_extra_split([str(t) for t in spec.get("extra_args") or []], table)
+    given = {d for d in (_dest_of(t, table) for t in extra if t.startswith("-")) if d}
+    if spec.get("metrics_port"):
+        out += ["--prometheus-host", host, "--prometheus-port", str(spec["metrics_port"])]
+    if spec.get("policy"):
+        out += ["--policy", str(spec["policy"])]
+    # a default the extra args set again is theirs to set (data/sglang/router.yml: "override them")
+    kept = [t for t in _by_flag([str(t) for t in defaults]) if _dest_of(t[0], table) not in given]
+    argv_out = out + [token for group in kept for token in group] + extra
+    try:
+        cli.parse(argv_out, table)
+    except cli.CliError as exc:  # a value of the extra args that sglang-router refuses: named there, not as the unit's
+        mine = exc.option is not None and any(_dest_of(t, table) == exc.dest for t in extra if t.startswith("-"))
+        raise RecipeError(f"{'sglang_router_extra_args' if mine else 'the router command'}: sglang-router "
+                          f"{table.release}'s parser refuses it: {exc.message}") from None
+    return argv_out, router_claims(argv_out, claims, table)
+
+
+def _router_workers(spec: dict[str, Any], mode: str, catalog: Catalog) -> tuple[list[str], list[Any]]:
+    """The worker flags of a router's command, and the defaults of its mode (data/sglang/router.yml)."""
     out: list[str] = []
     if mode == "pd":
         prefill, decode = spec.get("prefill") or [], spec.get("decode") or []
@@ -668,27 +866,50 @@ def router_args(spec: Any) -> list[str]:
                 out.append(str(bootstrap))
         for url in decode:
             out += ["--decode", str(url)]
-        defaults = catalog.router.get("pd_defaults", [])
-    elif mode == "plain":
+        return out, catalog.router.get("pd_defaults", [])
+    if mode == "plain":
         workers = spec.get("workers") or []
         if not workers:
             raise RecipeError("sglang_router_workers_group: the router has no workers; name a group of servers")
-        out += ["--worker-urls", *map(str, workers)]
-        defaults = catalog.router.get("plain_defaults", [])
-    else:
-        raise RecipeError(f"sglang_router_mode: {mode!r} is not one of pd, plain")
-    host = str(spec.get("host") or "0.0.0.0")
-    out += ["--host", host, "--port", str(port)]
-    extra = [str(t) for t in spec.get("extra_args") or []]
-    table = router_table()
-    given = router_extra_dests(extra, table)
-    if spec.get("metrics_port"):
-        out += ["--prometheus-host", host, "--prometheus-port", str(spec["metrics_port"])]
-    if spec.get("policy"):
-        out += ["--policy", str(spec["policy"])]
-    # a default the extra args set again is theirs to set (data/sglang/router.yml: "override them")
-    kept = [t for t in _by_flag([str(t) for t in defaults]) if _dest_of(t[0], table) not in given]
-    return out + [token for group in kept for token in group] + extra
+        return out + ["--worker-urls", *map(str, workers)], catalog.router.get("plain_defaults", [])
+    raise RecipeError(f"sglang_router_mode: {mode!r} is not one of pd, plain")
+
+
+def router_claims(argv_out: list[str], claims: list[tuple[list[str], str, str]], table: cli.Table) -> list[str]:
+    """Flags of sglang_router_extra_args that the collection sets, judged as sglang-router reads them: the value the
+    command already gives is a warning, another value is refused naming the variable that sets it (all at once)."""
+    warnings, mistakes = [], Mistakes()
+    if not claims:
+        return warnings
+    before = cli.parse(argv_out, table)
+    for tokens, canonical, owner in claims:
+        written = tokens[0].split("=", 1)[0]
+        shown = written if written == canonical else f"{written} (to sglang-router the same as {canonical})"
+        given = " ".join([shown, *tokens[1:]]) if "=" not in tokens[0] else f"{shown} {tokens[0].split('=', 1)[1]}"
+        dest = table.dest(canonical)
+        try:
+            after = cli.parse(argv_out + tokens, table)
+        except cli.CliError as exc:
+            mistakes.add(f"sglang_router_extra_args: sglang-router {table.release}'s parser refuses {given}: {exc.message}")
+            continue
+        if after.namespace.get(dest) == before.namespace.get(dest):
+            warnings.append(f"sglang_router_extra_args: {given} agrees with what the collection sets ({owner}); the "
+                            "collection keeps setting it, drop it")
+        else:
+            mistakes.add(f"sglang_router_extra_args: {given} contradicts {owner}, which gives the command "
+                         f"{canonical} {' '.join(map(str, _flag_tokens(argv_out, table, dest))) or '(its default)'}; "
+                         f"change {owner} instead")
+    mistakes.raise_any()
+    return warnings
+
+
+def _flag_tokens(argv_in: list[str], table: cli.Table, dest: str) -> list[str]:
+    """The values the command gives the flags of one dest (as written)."""
+    out: list[str] = []
+    for group in _by_flag(argv_in):
+        if _dest_of(group[0], table) == dest:
+            out += group[1:]
+    return out
 
 
 def router_table() -> cli.Table:
@@ -719,37 +940,41 @@ def _dest_of(token: str, table: cli.Table) -> str | None:
         return None
 
 
-def router_extra_dests(extra: list[str], table: cli.Table) -> set[str]:
-    """The dests sglang_router_extra_args set, as sglang-router reads them; a flag the collection sets (under any
-    spelling sglang-router accepts), a secret flag or a secret-shaped value is refused."""
+def router_extra_split(extra: list[str], table: cli.Table) -> tuple[list[str], list[tuple[list[str], str, str]]]:
+    """sglang_router_extra_args as sglang-router reads them: (the tokens that go on the command, the flags the
+    collection sets, each as (its tokens, the canonical flag, the owning variable)). A secret flag, a secret-shaped
+    value, an unknown flag or an ambiguous prefix is refused; every such mistake is named at once."""
     owned = managed()["router"]
     owners = {table.dest(f): (f, o) for f, o in owned["collection"].items() if f in table.flags}
     secrets = {table.dest(f): f for f in owned["secret"] if f in table.flags}
-    dests: set[str] = set()
-    for token in extra:
-        kind = secret_kind(token)
-        if kind:
-            raise RecipeError(f"sglang_router_extra_args: a value holds {kind}; secrets never go on the command line "
-                              "(ps, the unit file, the plan and --diff show it)")
-        if not token.startswith("-"):
+    mistakes = Mistakes()
+    kept: list[str] = []
+    claims: list[tuple[list[str], str, str]] = []
+    for group in _by_flag(extra):
+        kinds = [k for k in (secret_kind(t) for t in group) if k]
+        if kinds:
+            mistakes.add(f"sglang_router_extra_args: a value holds {kinds[0]}; secrets never go on the command line "
+                         "(ps, the unit file, the plan and --diff show it)")
             continue
-        name = token.split("=", 1)[0]
+        if not group[0].startswith("-"):
+            kept += group
+            continue
+        name = group[0].split("=", 1)[0]
         try:
-            option = cli.resolve(name, table)
+            dest = table.dest(cli.resolve(name, table))
         except cli.CliError as exc:
-            if exc.message.startswith("ambiguous option"):
-                raise RecipeError(f"sglang_router_extra_args: {name} is ambiguous to sglang-router {table.release} "
-                                  f"({exc.message}); write the whole flag name") from None
-            raise RecipeError(f"sglang_router_extra_args: sglang-router {table.release} has no flag {name}"
-                              f"{knobs.suggest(name, table.flags)}") from None
-        dest = table.dest(option)
+            mistakes.add(f"sglang_router_extra_args: {name} is ambiguous to sglang-router {table.release} ({exc.message}); "
+                         "write the whole flag name" if exc.message.startswith("ambiguous option") else
+                         f"sglang_router_extra_args: sglang-router {table.release} has no flag {name}"
+                         f"{knobs.suggest(name, table.flags)}")
+            continue
         if dest in secrets:
-            raise RecipeError(f"sglang_router_extra_args: {name} would put a secret on the command line (visible in ps "
-                              "and the unit file); the router's API key is not managed by this collection yet, so "
-                              "keep the router on a private network")
-        if dest in owners:
-            flag, owner = owners[dest]
-            shown = name if name == flag else f"{name} (to sglang-router the same as {flag})"
-            raise RecipeError(f"sglang_router_extra_args: {shown} is set by the collection; use {owner} instead")
-        dests.add(dest)
-    return dests
+            mistakes.add(f"sglang_router_extra_args: {name} would put a secret on the command line (visible in ps and "
+                         "the unit file); the router's API key is not managed by this collection yet, so keep the "
+                         "router on a private network")
+        elif dest in owners:
+            claims.append((group, *owners[dest]))
+        else:
+            kept += group
+    mistakes.raise_any()
+    return kept, claims

@@ -61,16 +61,33 @@ def check_paths(sel: dict[str, Any]) -> None:
 
 def check_host(sel: dict[str, Any]) -> None:
     host = sel.get("host")
-    if not host:
-        return
+    if host:
+        check_listen_address(host, "sglang_host", "sglang_port")
+
+
+def check_listen_address(host: Any, variable: str, port_variable: str) -> None:
+    """An address a server or router binds: an IP or a host name, without a port (that has a variable of its own)."""
+    text = str(host)
     try:
-        ipaddress.ip_address(str(host))
+        ipaddress.ip_address(text)
         return
     except ValueError:
         pass
-    if not HOSTNAME.match(str(host)):
-        raise RecipeError(f"sglang_host: {host!r} is neither an IP address nor a host name; use 0.0.0.0 (all), "
+    address, _sep, port = text.rpartition(":")
+    if address and port.isdigit() and (HOSTNAME.match(address.strip("[]")) or _is_ip(address.strip("[]"))):
+        raise RecipeError(f"{variable}: {text!r} holds a port; give the address alone ({variable}: {address}) and the "
+                          f"port in {port_variable} ({port})")
+    if not HOSTNAME.match(text):
+        raise RecipeError(f"{variable}: {text!r} is neither an IP address nor a host name; use 0.0.0.0 (all), "
                           "127.0.0.1 (local only) or the address of one interface")
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
 
 
 def check_release(sel: dict[str, Any], model_id: str, min_sglang: str) -> None:
@@ -80,7 +97,11 @@ def check_release(sel: dict[str, Any], model_id: str, min_sglang: str) -> None:
                           f"cookbook image serves it with); {version} is older")
 
 
+#: the checks that need nothing but the selection (the engine runs each, and names every mistake they find)
+CHECKS = (check_install_method, check_env, check_paths, check_host)
+
+
 def check_all(sel: dict[str, Any], model_id: str, min_sglang: str) -> None:
-    for check in (check_install_method, check_env, check_paths, check_host):
+    for check in CHECKS:
         check(sel)
     check_release(sel, model_id, min_sglang)

@@ -12,9 +12,10 @@ import difflib
 import functools
 from typing import Any, Optional
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import backends
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv, cli
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (
-    DATA_DIR, Catalog, Cell, Model, checkpoint_of, flag_table, flag_table_doc, managed, read_yaml)
+    Catalog, Cell, Model, checkpoint_of, flag_table, flag_table_doc, managed)
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_kind
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
@@ -39,12 +40,20 @@ class Build:
     warnings: tuple[str, ...] = ()
     #: the final command as the release's parser reads it (engine.final_checks fills it)
     namespace: Optional[dict[str, Any]] = None
+    #: flags the operator gave that the collection sets itself: judged against the final command (engine.judge_claims)
+    claims: tuple["Claim", ...] = ()
+    #: the mistakes found so far; the engine raises them all at once when the build is done
+    mistakes: tuple[str, ...] = ()
 
     def with_(self, **changes: Any) -> "Build":
         return dataclasses.replace(self, **changes)
 
     def warn(self, message: str) -> "Build":
         return self.with_(warnings=self.warnings + (message,))
+
+    def refuse(self, exc: RecipeError) -> "Build":
+        """The same build with a mistake noted (the next checks still run, so every mistake is said at once)."""
+        return self.with_(mistakes=self.mistakes + tuple(exc.messages))
 
     @property
     def vendor(self) -> str:
@@ -173,11 +182,8 @@ def apply_moe(b: Build) -> Build:
 
 
 def vendor_of_value(flag: str, value: str) -> Optional[str]:
-    """The GPU vendor a flag's value is specific to (data/sglang/vendors.yml), or None."""
-    for vendor, facts in read_yaml(DATA_DIR / "sglang" / "vendors.yml").items():
-        if value in ((facts.get("values") or {}).get(flag) or []):
-            return str(vendor)
-    return None
+    """The GPU vendor whose kernels a backend flag's value names (data/sglang/vendors.yml backend_words), or None."""
+    return (backends.backend_vendor(value) or None) if flag.endswith("-backend") else None
 
 
 # --- speculative decoding ----------------------------------------------------------------------
@@ -527,18 +533,38 @@ def owners(version: str) -> dict[str, tuple[str, str, str]]:
     return out
 
 
-def check_owner(flag: Flag, variable: str, version: str, knob_owned: bool = True) -> None:
-    """Refuse a flag the collection sets (naming the variable that owns it) and any secret flag, under any spelling."""
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """A flag the collection sets, given by the operator too (extra or removed args, a site recipe's cell): accepted
+    when the release's parser reads it as the value the collection gives (agreement), refused when it contradicts
+    it. `value`: True for a switch, a str or tuple for values, None for a removal."""
+
+    variable: str
+    flag: Flag
+    value: Any
+    canonical: str
+    owner: str
+
+
+def owned(flag: Flag, variable: str, version: str, knob_owned: bool = True) -> Optional[tuple[str, str]]:
+    """(canonical flag, owning variable) of a flag the collection sets (data/sglang/managed.yml), under any spelling;
+    a secret flag is refused here."""
     found = owners(version).get(flag.dest or "") if flag.dest else None
     if found is None:
-        return
+        return None
     canonical, owner, scope = found
-    shown = flag.written if flag.written == canonical else f"{flag.written} (to SGLang {version} the same as {canonical})"
     if scope == "secret":
-        raise RecipeError(f"{variable}: {shown} would put a secret on the command line (visible in ps and the unit "
-                          "file); secrets go only into the 0600 environment/config files (sglang_api_key)")
+        raise RecipeError(f"{variable}: {shown_flag(flag, canonical, version)} would put a secret on the command line "
+                          "(visible in ps and the unit file); secrets go only into the 0600 environment/config files "
+                          "(sglang_api_key)")
     if scope == "collection" or knob_owned:
-        raise RecipeError(f"{variable}: {shown} is set by the collection; change {owner} instead")
+        return canonical, owner
+    return None
+
+
+def shown_flag(flag: Flag, canonical: str, version: str) -> str:
+    """A flag as the operator wrote it, with what the release reads it as when that differs."""
+    return flag.written if flag.written == canonical else f"{flag.written} (to SGLang {version} the same as {canonical})"
 
 
 def check_secret_value(value: Any, what: str) -> None:
@@ -606,21 +632,47 @@ def same_dest(args: argv.Args, flag: Flag, version: str) -> list[int]:
 
 
 def apply_extra_args(b: Build) -> Build:
+    """Each pair of sglang_extra_args on the command, each judged on its own (a refused pair is noted and the rest
+    still apply, so every mistake is said at once); a flag the collection sets becomes a Claim."""
     args = b.args
-    for flag, value in extra_pairs(b.sel["extra_args"], b):
-        check_owner(flag, "sglang_extra_args", b.version)
-        where = same_dest(args, flag, b.version)
-        if value is False or value is None:
-            args = [a for i, a in enumerate(args) if i not in where]
-            continue
-        check_secret_value(value, f"sglang_extra_args: {flag.written}")
-        check_parser(b, flag, value)
-        new = argv.Arg(args[where[0]].name if where else flag.name, argv.as_value(value), "sglang_extra_args")
-        if where:
-            args = [new if i == where[0] else a for i, a in enumerate(args) if i == where[0] or i not in where]
-        else:
-            args = args + [new]
+    try:
+        pairs = extra_pairs(b.sel["extra_args"], b)
+    except RecipeError as exc:
+        return b.refuse(exc)
+    for flag, value in pairs:
+        try:
+            args, b = _extra_pair(args, b, flag, value)
+        except RecipeError as exc:
+            b = b.refuse(exc)
     return b.with_(args=args)
+
+
+def _extra_pair(args: argv.Args, b: Build, flag: Flag, value: Any) -> tuple[argv.Args, Build]:
+    variable = "sglang_extra_args"
+    removal = value is False or value is None
+    mine = owned(flag, variable, b.version)  # a secret flag is refused here
+    if not removal:
+        check_secret_value(value, f"{variable}: {flag.written}")
+    if mine is not None:
+        return args, b.with_(claims=b.claims + (Claim(variable, flag, None if removal else value, *mine),))
+    where = same_dest(args, flag, b.version)
+    if removal:
+        return [a for i, a in enumerate(args) if i not in where], b
+    check_parser(b, flag, value)
+    name = args[where[0]].name if where else flag.name
+    new = argv.Arg(name, argv.as_value(value), origin_of(variable, flag.written, name, value))
+    if where:
+        return [new if i == where[0] else a for i, a in enumerate(args) if i == where[0] or i not in where], b
+    return args + [new], b
+
+
+def origin_of(variable: str, written: str, name: str, value: Any) -> str:
+    """Who put a flag on the command, as later messages name it: the variable, and the flag as the operator wrote it
+    when the command carries it under another name (an alias such as --tensor-parallel-size, a prefix)."""
+    if written == name:
+        return variable
+    values = [] if value is True else [str(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+    return f"{variable} ({' '.join([written, *values])})"
 
 
 PARSER_FLAGS = {"tool_call_parser": "tool_call", "reasoning_parser": "reasoning"}
@@ -648,8 +700,15 @@ def apply_remove_args(b: Build) -> Build:
     names = b.sel["remove_args"] or []
     args = b.args
     for raw in names:
-        flag = resolve_flag(raw, "sglang_remove_args", b.catalog, b.version)
-        check_owner(flag, "sglang_remove_args", b.version)
+        try:
+            flag = resolve_flag(raw, "sglang_remove_args", b.catalog, b.version)
+            mine = owned(flag, "sglang_remove_args", b.version)
+        except RecipeError as exc:
+            b = b.refuse(exc)
+            continue
+        if mine is not None:
+            b = b.with_(claims=b.claims + (Claim("sglang_remove_args", flag, None, *mine),))
+            continue
         where = same_dest(args, flag, b.version)
         if not where:
             b = b.warn(f"sglang_remove_args: {flag.written} is not in the command of {b.where}; nothing removed")
@@ -658,21 +717,29 @@ def apply_remove_args(b: Build) -> Build:
 
 
 def cell_args(b: Build) -> Build:
-    """The cell's flags as the release reads them (a prefix such as --tp becomes the flag it stands for); a site
-    recipe's cell may not set what the collection sets, and no cell may carry a secret."""
+    """The cell's flags as the release reads them (a prefix such as --tp becomes the flag it stands for); a flag the
+    collection sets in a site recipe's cell is a Claim (judged against the final command), and no cell may carry a
+    secret."""
     site = b.cell.origin == "site"
     variable = f"sglang_recipes (cell {b.cell.gpu}/{b.cell.quant}/{b.cell.strategy})"
     args = []
+    claims = list(b.claims)
     for arg in b.args:
         if arg.origin == "cell":  # the model path the engine put first
             args.append(arg)
             continue
-        flag = resolve_flag(arg.name, variable, b.catalog, b.version)
-        if site:
-            check_owner(flag, variable, b.version, knob_owned=False)
-        check_secret_value(arg.value, f"{variable}: {flag.written}" if site else f"cell {b.cell.gpu}: {flag.written}")
+        try:
+            flag = resolve_flag(arg.name, variable, b.catalog, b.version)
+            mine = owned(flag, variable, b.version, knob_owned=False) if site else None
+            check_secret_value(arg.value, f"{variable}: {flag.written}" if site else f"cell {b.cell.gpu}: {flag.written}")
+        except RecipeError as exc:
+            b = b.refuse(exc)
+            continue
+        if mine is not None:
+            claims.append(Claim(variable, flag, True if arg.value is None else arg.value, *mine))
+            continue
         args.append(arg._replace(name=flag.name) if flag.dest is not None else arg)
-    return b.with_(args=args)
+    return b.with_(args=args, claims=tuple(claims))
 
 
 def check_env(env: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import secret_shapes
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import Mistakes, RecipeError
 
 PREFIX = "sglang_"
 TRUE_WORDS = {"true", "yes", "on", "1"}
@@ -62,7 +62,16 @@ def coerce(value: Any, kind: str, name: str) -> Any:
 
 
 def normalize(selection: Any, schema: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Checked selection: every known key present (defaults filled), unknown keys refused."""
+    """Checked selection: every known key present (defaults filled), unknown keys refused; every value of the wrong
+    type or outside its choices is named at once."""
+    out, mistakes = checked_selection(selection, schema)
+    mistakes.raise_any()
+    return out
+
+
+def checked_selection(selection: Any, schema: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], Mistakes]:
+    """(selection with defaults filled, the mistakes found): a value that is refused stands at its default, so the
+    engine can go on and name the other mistakes of the same host in the same run."""
     if not isinstance(selection, dict):
         raise RecipeError(f"selection: expected a mapping such as {{gpu: h200, quant: fp8}}, got {type(selection).__name__}")
     keys = {spec["key"]: (name, spec) for name, spec in schema.items() if "key" in spec}
@@ -72,17 +81,27 @@ def normalize(selection: Any, schema: dict[str, dict[str, Any]]) -> dict[str, An
             f"selection: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(keys))}"
         )
     out: dict[str, Any] = {}
+    mistakes = Mistakes()
     for key, (name, spec) in keys.items():
-        raw = selection.get(key)
-        value = spec.get("default") if raw is None else coerce(raw, spec["type"], name)
-        choices = spec.get("choices")
-        if value is not None and choices and value not in choices:
-            raise RecipeError(f"{name}: {value!r} is not one of {', '.join(map(str, choices))}")
-        out[key] = value
+        out[key] = mistakes.attempt(_checked, selection.get(key), name, spec, fallback=spec.get("default"))
     for port_key in ("port", "dist_port"):
         port = out[port_key]
         if port is not None and not 1 <= port <= 65535:
-            raise RecipeError(f"{variable_name(port_key, schema)}: {port} is not a TCP port (1-65535)")
+            mistakes.add(f"{variable_name(port_key, schema)}: {port} is not a TCP port (1-65535)")
+            out[port_key] = spec_default(schema, port_key)
     if out["nodes"] < 1:
-        raise RecipeError(f"sglang_nodes: {out['nodes']} must be 1 or more")
-    return out
+        mistakes.add(f"sglang_nodes: {out['nodes']} must be 1 or more")
+        out["nodes"] = spec_default(schema, "nodes")
+    return out, mistakes
+
+
+def spec_default(schema: dict[str, dict[str, Any]], key: str) -> Any:
+    return schema[variable_name(key, schema)].get("default")
+
+
+def _checked(raw: Any, name: str, spec: dict[str, Any]) -> Any:
+    value = spec.get("default") if raw is None else coerce(raw, spec["type"], name)
+    choices = spec.get("choices")
+    if value is not None and choices and value not in choices:
+        raise RecipeError(f"{name}: {value!r} is not one of {', '.join(map(str, choices))}")
+    return value

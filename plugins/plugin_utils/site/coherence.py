@@ -16,6 +16,7 @@ from typing import Any, Iterator
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import cli
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import flag_table_doc, load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.sizing import memory
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, placement, replicas
 
 Problem = tuple[str, str]
@@ -228,29 +229,6 @@ def node_stacks(plans: dict[str, dict[str, Any]], errors: dict[str, list[str]]) 
                              "multi-node instance share one NVLink domain: put them in one nvidia_driver_imex_group")
 
 
-#: role prefixes that belong to one vendor's nodes
-VENDOR_PREFIXES = {"nvidia_driver_": "nvidia", "rocm_driver_": "amd"}
-
-
-def vendor_settings(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]) -> Iterator[Problem]:
-    """A vendor's driver settings on the other vendor's nodes, where no node of that vendor shares them: set for a
-    rack of the wrong vendor, they would silently do nothing (a site-wide value that the right vendor's nodes share
-    is the site's default and stays)."""
-    servers = {h: p for h, p in plans.items() if p["role"] == "server" and p.get("vendor")}
-    for prefix, vendor in VENDOR_PREFIXES.items():
-        right = [h for h, p in servers.items() if p["vendor"] == vendor]
-        for host, plan in sorted(servers.items()):
-            if plan["vendor"] == vendor:
-                continue
-            hv = hostvars.get(host, {})
-            stray = sorted(n for n in hv if n.startswith(prefix)
-                           and not any(hostvars.get(r, {}).get(n) == hv[n] for r in right))
-            if stray:
-                yield host, (f"{', '.join(stray)}: set on {host}, an {plan['vendor'].upper()} node ({plan['recipe']['gpu']}), "
-                             f"where the {prefix[:-1]} role never runs; move {'it' if len(stray) == 1 else 'them'} to "
-                             f"the group_vars of the {vendor} racks")
-
-
 def site_problems(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]],
                   groups: dict[str, list[str]], errors: dict[str, list[str]]) -> list[Problem]:
     problems: list[Problem] = []
@@ -258,11 +236,9 @@ def site_problems(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str
         if host in plans:  # a word, not a refusal: which group set sglang_rack is not known here
             plans[host].setdefault("warnings", []).append(message)
     problems += list(weights_fit(plans))
-    problems += list(lost_router(plans, hostvars))
     problems += list(instances(plans, hostvars, errors))
     problems += list(machines(plans, hostvars))
     problems += list(node_stacks(plans, errors))
-    problems += list(vendor_settings(plans, hostvars))
     return problems
 
 
@@ -298,26 +274,6 @@ def two_racks(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]])
                          "recipe). If it left a rack, remove it from that rack's group")
 
 
-def lost_router(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]) -> Iterator[Problem]:
-    """A router host that another group turned into something else (a monitoring group's sglang_role: none wins
-    over the routers' group by name order): it still carries a router's own setting, set for it and not for the
-    whole site, and no router runs there."""
-    counts: dict[str, int] = defaultdict(int)
-    for hv in hostvars.values():
-        counts[repr(hv.get("sglang_router_workers_group"))] += 1
-    site_wide = max(counts, key=lambda v: counts[v]) if counts else repr(None)  # what most hosts hold (group_vars/all)
-    for host, plan in sorted(plans.items()):
-        pool = hostvars.get(host, {}).get("sglang_router_workers_group")
-        # servers carry router settings of group_vars/all harmlessly; a host of role none with a pool of its own
-        # (not the site-wide value) was a router
-        if plan.get("role") == "none" and pool and repr(pool) != site_wide:
-            yield host, (f"{host} sets sglang_router_workers_group ({pool}), a router's setting, but its "
-                         f"sglang_role is {hostvars[host].get('sglang_role', plan.get('role'))!r}: another of its "
-                         "groups overrode the router role (group variables merge by group name), and no router "
-                         "would run there. Keep a router out of groups that set sglang_role, or set sglang_role: "
-                         "router in its host_vars")
-
-
 #: the share of an instance's GPU memory its weights may take and leave the KV cache room (the rule the recipes'
 #: own "why not" uses: engine._why_not)
 WEIGHTS_SHARE = 0.85
@@ -340,7 +296,7 @@ def weights_fit(plans: dict[str, dict[str, Any]]) -> Iterator[Problem]:
             continue  # no flag table for the release, or a command its parser refuses: the checker says so
         tp, pp = shards
         capacity = vram * tp * pp
-        if size > WEIGHTS_SHARE * capacity:
+        if memory.share(size, vram, tp, pp) > WEIGHTS_SHARE:
             layout = f"--tp-size {tp}" + (f" x --pp-size {pp}" if pp != 1 else "")
             yield host, (f"the ~{size} GB {rec.get('quant')} weights ({rec.get('checkpoint')}) sharded over "
                          f"{tp * pp} GPU(s) ({layout}) take more than {WEIGHTS_SHARE:.0%} of their "

@@ -17,6 +17,8 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import node, systemd
+
 
 @dataclass(frozen=True)
 class Table:
@@ -29,15 +31,18 @@ class Table:
     interval: bool       # the set holds networks (CIDR) as well as addresses
 
 
+def _table(kind: str, description: str, set_name: str, interval: bool) -> Table:
+    """One of our tables as data/node.yml names it (its table, file and unit)."""
+    spec = node.get(f"firewalls.{kind}")
+    return Table(spec["table"], spec["file"], spec["unit"], description, set_name, interval)
+
+
 #: the instance firewall (sglang_server), the scrape ports (monitoring) and the IMEX ports (nvidia_driver)
-SGLANG = Table("metalserve_sglang", "/etc/metalserve/sglang-firewall.nft", "metalserve-sglang-firewall.service",
-               "metalserve.sglang instance firewall (rendezvous and NCCL ports to instance members only)", "members",
-               False)
-MONITORING = Table("metalserve_monitoring", "/etc/metalserve/monitoring-firewall.nft",
-                   "metalserve-monitoring-firewall.service",
-                   "metalserve.sglang monitoring firewall (metrics ports to the monitoring hosts only)", "monitors", True)
-IMEX = Table("metalserve_imex", "/etc/metalserve/imex-firewall.nft", "metalserve-imex-firewall.service",
-             "metalserve.sglang IMEX firewall (IMEX ports to the domain's members only)", "members", False)
+SGLANG = _table("sglang", "metalserve.sglang instance firewall (rendezvous and NCCL ports to instance members only)",
+                "members", False)
+MONITORING = _table("monitoring", "metalserve.sglang monitoring firewall (metrics ports to the monitoring hosts only)",
+                    "monitors", True)
+IMEX = _table("imex", "metalserve.sglang IMEX firewall (IMEX ports to the domain's members only)", "members", False)
 TABLE = SGLANG.name
 UNIT = SGLANG.unit
 
@@ -95,15 +100,13 @@ def members_only(table: Table, header: list[str], sources: list[str], ports: lis
 
 def table_unit(table: Table) -> str:
     """The oneshot unit that loads a table at boot and whenever nftables reloads."""
-    return "\n".join([
-        "# Managed by metalserve.sglang; local changes are overwritten.", "[Unit]", f"Description={table.description}",
-        # nftables.service's reload runs /etc/nftables.conf, which starts with `flush ruleset`: a reload must load
-        # the table again (ReloadPropagatedFrom), a restart restarts it (PartOf)
-        "After=nftables.service", "PartOf=nftables.service", "ReloadPropagatedFrom=nftables.service", "",
-        "[Service]", "Type=oneshot", "RemainAfterExit=yes",
-        f"ExecStart=/usr/sbin/nft -f {table.file}", f"ExecReload=/usr/sbin/nft -f {table.file}",
-        f"ExecStop=/usr/sbin/nft delete table inet {table.name}", "",
-        "[Install]", "WantedBy=multi-user.target", ""])
+    nft, nftables = node.program("nft"), node.systemd("nftables")
+    # nftables.service's reload runs /etc/nftables.conf, which starts with `flush ruleset`: a reload must load the
+    # table again (ReloadPropagatedFrom), a restart restarts it (PartOf)
+    return systemd.service_unit([systemd.HEADER], table.description, [
+        f"After={nftables}", f"PartOf={nftables}", f"ReloadPropagatedFrom={nftables}"], [
+        "Type=oneshot", "RemainAfterExit=yes", f"ExecStart={nft} -f {table.file}", f"ExecReload={nft} -f {table.file}",
+        f"ExecStop={nft} delete table inet {table.name}"])
 
 
 def is_ip(value: Any) -> bool:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import readers
 
 READ_ALSO = ("ansible_host", "ansible_python_interpreter")
 #: the prefixes of this collection's variables: every role's (the plan decides every stage of every host)
@@ -68,6 +69,54 @@ def routable(addresses: list[Any]) -> list[Any]:
         if text.startswith(("fe8", "fe9", "fea", "feb", "169.254.")):
             continue
         out.append(address)
+    return out
+
+
+def variable_origins(hostvars: Any, hosts: list[str]) -> dict[str, dict[str, list[str]]] | None:
+    """Where each host's variables (the collection's prefixes) were set, in the order Ansible applies them: the groups
+    whose inventory or group_vars hold them ("all" first, then the host's groups by depth and name), the host itself
+    ("host <name>": inventory or host_vars), extra vars. Read from the inventory Ansible loaded (the hostvars view's
+    own inventory and loader); None when it is not at hand, and the plan infers the sources from the values."""
+    inventory = getattr(hostvars, "_inventory", None)
+    loader = getattr(hostvars, "_loader", None)
+    if inventory is None or loader is None:
+        return None
+    try:
+        return _origins(inventory, loader, getattr(hostvars, "_variable_manager", None), hosts)
+    except Exception:  # noqa: BLE001 - Ansible's internals moved: the plan infers the sources instead
+        return None
+
+
+def _origins(inventory: Any, loader: Any, manager: Any, hosts: list[str]) -> dict[str, dict[str, list[str]]]:
+    from ansible.inventory.helpers import sort_groups  # noqa: PLC0415 - controller only, with Ansible loaded
+    from ansible.vars.plugins import get_vars_from_inventory_sources  # noqa: PLC0415
+
+    sources = inventory._sources  # noqa: SLF001 - the inventory sources the variable manager reads too
+
+    def ours(names: Any) -> set[str]:
+        return {str(n) for n in names if str(n).startswith(PREFIXES)}
+
+    def names_of(entity: Any) -> set[str]:  # inline (inventory file) and vars plugins (group_vars/, host_vars/)
+        return ours(entity.get_vars()) | ours(get_vars_from_inventory_sources(loader, sources, [entity], "task"))
+
+    by_group: dict[str, set[str]] = {}
+    extra = ours(getattr(manager, "extra_vars", None) or {})
+    out: dict[str, dict[str, list[str]]] = {}
+    for name in hosts:
+        host = inventory.get_host(name)
+        if host is None:
+            continue
+        found: dict[str, list[str]] = {}
+        for group in sort_groups(host.get_groups()):  # all (depth 0) first, as Ansible applies them
+            if group.name not in by_group:
+                by_group[group.name] = names_of(group)
+            for var in by_group[group.name]:
+                found.setdefault(var, []).append(str(group.name))
+        for var in names_of(host):
+            found.setdefault(var, []).append(f"host {name}")
+        for var in extra:
+            found.setdefault(var, []).append(readers.EXTRA_VARS)
+        out[name] = found
     return out
 
 

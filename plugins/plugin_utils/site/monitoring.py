@@ -40,8 +40,9 @@ from typing import Any
 
 import yaml
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import container, node, systemd
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, read_yaml
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, cached_yaml, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.engine import format_address
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, placement, replicas, runtime
@@ -57,21 +58,21 @@ JOB_DCGM = "metalserve-dcgm"
 JOB_AMD = "metalserve-amd-gpu"
 JOB_HEALTH = "metalserve-health"
 #: where the monitoring hosts keep what the role writes
-PROMETHEUS_CONFIG = "/etc/prometheus/prometheus.yml"
-RULES_FILE = "/etc/prometheus/rules/metalserve.rules.yml"
+PROMETHEUS_CONFIG = node.path("prometheus_config")
+RULES_FILE = node.path("prometheus_rules")
 #: the weights live here when sglang_model_path is not a local path (model_weights' and preflight's default)
 #: node_exporter's IB port states (the kernel's sysfs values): 4 = ACTIVE, physical 5 = LinkUp
 IB_ACTIVE, IB_LINK_UP = 4, 5
 #: AMD's device metrics exporter serves on 5000 unless a config.json says otherwise (ROCm/device-metrics-exporter
 #: docs/installation/deb-package.md "Metrics endpoint: http://localhost:5000/metrics"); the role gives it none
 AMD_EXPORTER_PORT = 5000
-AMD_EXPORTER_UNIT = "metalserve-amd-metrics-exporter.service"
-NODE_EXPORTER_DEFAULTS = "/etc/default/prometheus-node-exporter"
-DCGM_UNIT = "nvidia-dcgm-exporter.service"  # the unit NVIDIA's package ships (packaging/config-files/systemd)
-DCGM_DROPIN = f"/etc/systemd/system/{DCGM_UNIT}.d/metalserve.conf"
-DCGM_COUNTERS = "/etc/dcgm-exporter/metalserve-counters.csv"
-PROMETHEUS_DEFAULTS = "/etc/default/prometheus"
-BLACKBOX_DEFAULTS = "/etc/default/prometheus-blackbox-exporter"
+AMD_EXPORTER_UNIT = node.unit("amd_exporter")
+NODE_EXPORTER_DEFAULTS = node.path("node_exporter_defaults")
+DCGM_UNIT = node.unit("dcgm_exporter")
+DCGM_DROPIN = node.dropin_path(DCGM_UNIT, node.path("dcgm_dropin"))
+DCGM_COUNTERS = node.path("dcgm_counters")
+PROMETHEUS_DEFAULTS = node.path("prometheus_defaults")
+BLACKBOX_DEFAULTS = node.path("blackbox_defaults")
 
 
 def settings(hv: dict[str, Any]) -> dict[str, Any]:
@@ -141,24 +142,25 @@ def node_files(mon: dict[str, Any]) -> dict[str, dict[str, Any]]:
             f'ARGS="--web.listen-address=:{mon["node_exporter"]["port"]}"', ""]), "0644")
     gpu = mon["gpu_exporter"]
     if gpu and gpu["kind"] == "dcgm":
-        out["dcgm_dropin"] = _file(DCGM_DROPIN, "\n".join([
-            f"# {HEADER}",
-            "# NVIDIA's unit runs dcgm-exporter with its default counters; ours adds the ECC and NVLink error",
-            "# fields and pins the address Prometheus scrapes.",
-            "[Service]", "ExecStart=",
-            f"ExecStart=/usr/bin/dcgm-exporter -f {DCGM_COUNTERS} -a :{gpu['port']}", ""]), "0644")
+        out["dcgm_dropin"] = _file(DCGM_DROPIN, systemd.unit_file([
+            HEADER, "NVIDIA's unit runs dcgm-exporter with its default counters; ours adds the ECC and NVLink error",
+            "fields and pins the address Prometheus scrapes."], {"Service": [
+                "ExecStart=", f"ExecStart={node.program('dcgm_exporter')} -f {DCGM_COUNTERS} -a :{gpu['port']}"]}),
+            "0644")
     if gpu and gpu["kind"] == "amd":
-        name = AMD_EXPORTER_UNIT.removesuffix(".service")
-        argv = ["/usr/bin/docker", "run", "--rm", "--name", name, "--privileged", "--network=host",
-                "--device=/dev/dri", "--device=/dev/kfd", "-v", "/sys:/sys:ro", gpu["image"]]
-        out["amd_unit"] = _file(f"/etc/systemd/system/{AMD_EXPORTER_UNIT}", "\n".join([
-            f"# {HEADER}", "[Unit]",
-            "Description=AMD device metrics exporter (ROCm/device-metrics-exporter container, host network)",
-            "After=docker.service network-online.target", "Requires=docker.service", "Wants=network-online.target", "",
-            "[Service]", "Type=exec", f"ExecStartPre=-/usr/bin/docker rm -f {name}", "ExecStart=" + " ".join(argv),
-            f"ExecStop=/usr/bin/docker stop --time 20 {name}", "Restart=on-failure", "RestartSec=10", "",
-            "[Install]", "WantedBy=multi-user.target", ""]), "0644")
+        out["amd_unit"] = _file(node.unit_path(AMD_EXPORTER_UNIT), amd_exporter_unit(gpu["image"]), "0644")
     return out
+
+
+def amd_exporter_unit(image: str) -> str:
+    """The unit of AMD's device metrics exporter: its container (data/amd/exporter.yml), after the container engine."""
+    name = AMD_EXPORTER_UNIT.removesuffix(node.systemd("unit_suffix"))
+    argv = container.run(list(cached_yaml(str(DATA_DIR / "amd" / "exporter.yml"))["docker_options"]), image, [], name)
+    engine, online = runtime.docker_unit(), node.systemd("network_online")
+    return systemd.service_unit(
+        [HEADER], "AMD device metrics exporter (ROCm/device-metrics-exporter container, host network)",
+        [f"After={engine} {online}", f"Requires={engine}", f"Wants={online}"],
+        ["Type=exec", *container.unit_lines(name, " ".join(argv), 20), "Restart=on-failure", "RestartSec=10"])
 
 
 def guarded_ports(plan: dict[str, Any], mon: dict[str, Any]) -> list[int]:
@@ -205,7 +207,8 @@ def exporter_ports(plan: dict[str, Any]) -> list[tuple[int, str]]:
         out.append((mon["node_exporter"]["port"], "node exporter (monitoring_node_exporter_port)"))
     gpu = mon.get("gpu_exporter")
     if gpu:
-        what = "DCGM exporter (monitoring_dcgm_exporter_port)" if gpu["kind"] == "dcgm" else "AMD GPU exporter (its own 5000)"
+        what = "DCGM exporter (monitoring_dcgm_exporter_port)" if gpu["kind"] == "dcgm" \
+            else f"AMD GPU exporter (its own {AMD_EXPORTER_PORT})"
         out.append((gpu["port"], what))
     if mon.get("prometheus"):
         out.append((mon["prometheus"]["port"], "Prometheus (monitoring_prometheus_port)"))
@@ -255,8 +258,8 @@ def firewall_files(plan: dict[str, Any], sources: list[str] | None,
     names, ports = machine or ([plan["host"]], mon["guarded_ports"])
     text = firewall.monitoring_ruleset(", ".join(names), ports, sources) if sources else None
     return {"firewall": _file(firewall.MONITORING.file, text, "0644"),
-            "firewall_unit": _file(f"/etc/systemd/system/{firewall.MONITORING.unit}",
-                                   firewall.table_unit(firewall.MONITORING), "0644")}
+            "firewall_unit": _file(node.unit_path(firewall.MONITORING.unit), firewall.table_unit(firewall.MONITORING),
+                                   "0644")}
 
 
 def _file(path: str, content: str | None, mode: str) -> dict[str, Any]:
@@ -321,6 +324,10 @@ def prometheus_config(jobs: list[dict[str, Any]], s: dict[str, Any]) -> str:
                            "rule_files": [RULES_FILE]}
     if s["monitoring_alertmanagers"]:
         targets = [str(a) for a in s["monitoring_alertmanagers"]]
+        bad = [t for t in targets if "/" in t or not t.strip()]
+        if bad:  # Prometheus reads a target as host:port; the scheme and path are settings of their own
+            raise RecipeError(f"monitoring_alertmanagers: {bad[0]!r} is not host:port (Prometheus refuses a scheme or "
+                              "a path in a target: it is not a valid hostname); write e.g. alertmanager.example.com:9093")
         doc["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": targets}]}]}
     doc["scrape_configs"] = jobs
     return f"# {HEADER}\n" + dump_large(doc)
@@ -746,13 +753,13 @@ def site_monitoring(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[s
                       "rules": _file(RULES_FILE, rules, "0644"),
                       "prometheus_defaults": _file(PROMETHEUS_DEFAULTS, "\n".join([
                           f"# {HEADER}", "# Arguments of prometheus (Debian/Ubuntu package; its unit reads ARGS here).",
-                          f'ARGS="--config.file={PROMETHEUS_CONFIG} --storage.tsdb.path=/var/lib/prometheus/metrics2 '
+                          f'ARGS="--config.file={PROMETHEUS_CONFIG} --storage.tsdb.path={node.path("prometheus_data")} '
                           f'--storage.tsdb.retention.time={int(s["monitoring_retention_days"])}d '
                           f'--web.listen-address=:{int(s["monitoring_prometheus_port"])}"', ""]), "0644"),
                       "blackbox_defaults": _file(BLACKBOX_DEFAULTS, "\n".join([
                           f"# {HEADER}", "# Arguments of prometheus-blackbox-exporter: Debian's own module file, "
                           "bound to loopback (only the local Prometheus probes through it).",
-                          f'ARGS="--config.file /etc/prometheus/blackbox.yml --web.listen-address=127.0.0.1:'
+                          f'ARGS="--config.file {node.path("blackbox_config")} --web.listen-address=127.0.0.1:'
                           f'{int(s["monitoring_blackbox_port"])}"', ""]), "0644"),
                       "dashboard": _file(f"{s['monitoring_dashboard_dir'].rstrip('/')}/metalserve-sglang.json",
                                          board, "0644")}}

@@ -19,10 +19,13 @@ import re
 import shlex
 from typing import Any
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import node
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import engine as recipe_engine
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import input_checks
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import load_catalog
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import parsers as parser_facts
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import Mistakes, RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import coerce
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import fabric_env, replicas, runtime
 
@@ -53,21 +56,29 @@ def known_variables() -> dict[str, str]:
 
 
 def variable_errors(host: str, hv: HostVars) -> list[str]:
-    """Unknown sglang_* names (the collection owns the prefix) and retired ones, each with what to use."""
+    """Unknown sglang_* names (the collection owns the prefix) and retired ones past their warning, each with what to
+    use."""
     known = known_variables()
-    retired = load_catalog().variables.get("retired", {})
     out = []
     for name in sorted(hv):
         if not name.startswith("sglang_") or name in known:
             continue
-        if name in retired:
-            out.append(f"{name}: retired; {retired[name]}")
+        if name in variables.retired():
+            verdict = variables.retired_verdict(name)
+            if verdict and verdict[0] == "error":
+                out.append(verdict[1])
             continue
         close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.75)
         hint = f"did you mean {' or '.join(close)}?" if close else \
             "variables of this collection are listed in data/variables.yml and the roles' READMEs"
         out.append(f"{name}: not a variable of this collection (it owns the sglang_ prefix); {hint}")
     return out
+
+
+def variable_warnings(hv: HostVars) -> list[str]:
+    """Retired names a host still sets, while they only warn (checks/variables.retired_verdict)."""
+    return [v[1] for v in (variables.retired_verdict(n) for n in sorted(hv) if n in variables.retired())
+            if v and v[0] == "warning"]
 
 
 def placement_value(hv: HostVars, name: str) -> Any:
@@ -143,18 +154,16 @@ def address_of(host: str, hv: HostVars) -> tuple[str, dict[str, Any] | None]:
     return fallback, None
 
 
-UNIT_PREFIX, UNIT_SUFFIX = "sglang-", ".service"
-
-
 def unit_of(instance: str) -> str:
     """The systemd unit of an instance (a server's, a replica's, a router's): sglang-<instance>.service."""
-    return f"{UNIT_PREFIX}{instance}{UNIT_SUFFIX}"
+    return node.instance_unit(instance)
 
 
 def retired_units(base: str) -> str:
     """A regular expression for the unit names an instance has had (its own, its replicas' -r<N>), the instance name
     captured: sglang_server removes the ones a changed plan no longer runs."""
-    return f"^{re.escape(UNIT_PREFIX)}({re.escape(base)}(?:-r[0-9]+)?){re.escape(UNIT_SUFFIX)}$"
+    prefix, suffix = node.systemd("unit_prefix"), node.systemd("unit_suffix")
+    return f"^{re.escape(prefix)}({re.escape(base)}(?:-r[0-9]+)?){re.escape(suffix)}$"
 
 
 def source_addresses(host: str, hv: HostVars) -> list[str]:
@@ -199,7 +208,8 @@ def instance_members(host: str, hv: HostVars, groups: dict[str, list[str]], node
         raise RecipeError(f"sglang_instance_group: {host} has sglang_nodes: {nodes} but no instance group; name the "
                           f"inventory group whose {nodes} hosts form the instance")
     if group not in groups:
-        raise RecipeError(f"sglang_instance_group: {group!r} (on {host}) is not an inventory group")
+        raise RecipeError(f"sglang_instance_group: {group!r} (on {host}) is not an inventory group; "
+                          f"{not_a_group(group, groups)}")
     members = sorted(groups[group])
     if host not in members:
         raise RecipeError(f"sglang_instance_group: {host} is not a member of {group} ({', '.join(members)})")
@@ -302,12 +312,26 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         raise RecipeError(f"sglang_gpu: not set for {host} and its GPUs are not detected yet; set sglang_gpu "
                           "(h200, b200, b300, gb300, mi300x, mi325x, mi355x) or run site.yml, whose first play "
                           "detects them (gpu_facts)")
-    selection, fabric = fabric_for(host, hv, selection)
+    mistakes = Mistakes()  # every mistake of the host's own variables at once, not the first
+    found = mistakes.attempt(fabric_for, host, hv, selection)
+    selection, fabric = found if found else (selection, {"resolved": None, "env": {}, "warnings": []})
     if fabric["resolved"]:
         resolved.append(fabric["resolved"])
-    b = recipe_engine.build(selection)  # the host's recipe, built once
+    b = mistakes.attempt(recipe_engine.build, selection)  # the host's recipe, built once
+    if b is None:
+        mistakes.attempt(_settings_without_recipe, host, hv)
+        mistakes.raise_any()
     rec = recipe_engine.recipe_of(b)
-    members = instance_members(host, hv, groups, rec["nodes"])
+    members = mistakes.attempt(instance_members, host, hv, groups, rec["nodes"]) or [host]
+    if mistakes.attempt(placement_value, hv, "sglang_hf_gated") and not hv.get("sglang_hf_token"):
+        mistakes.add(f"sglang_hf_token: {rec['checkpoint']} is marked gated (sglang_hf_gated) and {host} has no "
+                     "token; set sglang_hf_token (vault it) for this host or its group, after accepting the "
+                     "model's terms on the Hub with that account")
+    instance = mistakes.attempt(instance_name, hv, rec, members)
+    install = mistakes.attempt(runtime.install_spec, hv, b.sel["install_method"], rec["sglang_version"], rec["image"])
+    settings = mistakes.attempt(runtime.server_settings, hv, instance or "check", install, rec["vendor"]) \
+        if install else None
+    mistakes.raise_any()
     if len(members) > 1:
         members = order_by_pinned_rank(members, hostvars)
     rank = members.index(host)
@@ -321,12 +345,6 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
     for key, value in fabric["env"].items():
         env.setdefault(key, value)  # the cell's and the operator's values win
     secret_env = sorted(env_name for var, env_name in SECRET_ENV.items() if hv.get(var))
-    if placement_value(hv, "sglang_hf_gated") and not hv.get("sglang_hf_token"):
-        raise RecipeError(f"sglang_hf_token: {rec['checkpoint']} is marked gated (sglang_hf_gated) and {host} has no "
-                          "token; set sglang_hf_token (vault it) for this host or its group, after accepting the "
-                          "model's terms on the Hub with that account")
-    instance = instance_name(hv, rec, members)
-    install = runtime.install_spec(hv, b.sel["install_method"], rec["sglang_version"], rec["image"])
     rdma = rdma_present(hv, is_networked(members, rec["pd_role"]))
     plan = {
         "host": host,
@@ -348,16 +366,32 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "api_key": bool(hv.get("sglang_api_key")),
         "install_method": install["method"],
         "install": install,
-        "settings": runtime.server_settings(hv, instance, install, rec["vendor"]),
+        "settings": settings,
         "inputs": runtime.inputs(hv, ("sglang_install", "sglang_server")),
         "rdma": rdma,
         "resolved": resolved,
         "command": command_text(["sglang", "serve"], argv),
         "gpus": None,
-        "verify": verify_expectations(b.model),
+        "verify": verify_expectations(b.model, b.version),
         "warnings": rec["warnings"] + fabric["warnings"],
     }
     return with_replicas(plan, b, hv)
+
+
+def _settings_without_recipe(host: str, hv: HostVars) -> None:
+    """A server's own settings that need no recipe, checked when its recipe is refused, so that both are named in one
+    run: the unit name, a uv install (a docker install's image comes from the recipe) and the unit settings."""
+    mistakes = Mistakes()
+    instance = mistakes.attempt(placement_value, hv, "sglang_instance")
+    if instance and not _INSTANCE_NAME.match(str(instance)):
+        mistakes.add(f"sglang_instance: {instance!r} must be letters, digits, '.', '_' or '-' (it names a unit)")
+    method = str(hv.get("sglang_install_method") or "")
+    image = hv.get("sglang_image")
+    if method == "uv" or (method in ("", "docker") and image):
+        install = mistakes.attempt(runtime.install_spec, hv, method or "docker", "0", image)
+        if install is not None:
+            mistakes.attempt(runtime.server_settings, hv, "check", install, "")
+    mistakes.raise_any()
 
 
 def with_replicas(plan: dict[str, Any], b: Any, hv: HostVars) -> dict[str, Any]:
@@ -391,72 +425,41 @@ def with_replicas(plan: dict[str, Any], b: Any, hv: HostVars) -> dict[str, Any]:
     return {**out[0], "replicas": out}
 
 
-def verify_expectations(model: Any) -> dict[str, Any]:
-    """What a working server of the model answers (playbooks/verify.yml judges it): its name, the parsers its data
-    names (model.yml parsers), the request key that asks for reasoning and what opens an unparsed tool call
-    (model.yml verify)."""
-    return {"model": model.id, "display_name": model.display_name, "reasoning_parser": model.parsers.get("reasoning"),
-            "tool_call_parser": model.parsers.get("tool_call"), **model.verify}
+def verify_expectations(model: Any, release: str) -> dict[str, Any]:
+    """What a working server of the model answers under the release that runs it (playbooks/verify.yml judges it):
+    its name, its parsers (`auto` resolved from the release's parser table where it can be), the request fields that
+    turn reasoning and tool calls on, and what opens reasoning or a tool call left in `content` (recipe/parsers.py)."""
+    return parser_facts.expectations(model, release)
 
 
 def router_policies() -> list[str]:
     return list(load_catalog().router.get("policies") or [])
 
 
+def not_a_group(group: Any, groups: dict[str, list[str]]) -> str:
+    """What would work instead of a group name the inventory lacks: the group it was probably meant to be (Ansible
+    group names take '_' where a '-' was written, and case matters), else the groups there are."""
+    names = sorted(g for g in groups if g not in ("all", "ungrouped"))
+    wanted = re.sub(r"[^A-Za-z0-9]", "_", str(group)).lower()
+    same = [g for g in names if re.sub(r"[^A-Za-z0-9]", "_", g).lower() == wanted]
+    close = same or difflib.get_close_matches(str(group), names, n=2, cutoff=0.6)
+    if close:
+        return f"did you mean {' or '.join(close)}?"
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return f"the inventory's groups are {shown or '(none but all)'}"
+
+
 def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]],
                 servers: dict[str, dict[str, Any]], errors: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """One router's plan; every mistake of its own variables and of its pool is named at once."""
     hv = hostvars[host]
-    group = placement_value(hv, "sglang_router_workers_group")
-    if not group:
-        raise RecipeError(f"sglang_router_workers_group: router {host} fronts no workers; name the inventory group "
-                          "of the servers it routes to")
-    if group not in groups:
-        raise RecipeError(f"sglang_router_workers_group: {group!r} (on router {host}) is not an inventory group")
-    port = placement_value(hv, "sglang_router_port")
-    metrics_port = placement_value(hv, "sglang_router_metrics_port")
-    for name, value in (("sglang_router_port", port), ("sglang_router_metrics_port", metrics_port)):
-        if not 1 <= int(value) <= 65535:
-            raise RecipeError(f"{name}: {value} (router {host}) is not a TCP port (1-65535)")
-    if int(metrics_port) == int(port):
-        raise RecipeError(f"sglang_router_metrics_port: {metrics_port} (router {host}) is also its serving port "
-                          "(sglang_router_port); give the Prometheus endpoint its own port (default 29000)")
-    policy = placement_value(hv, "sglang_router_policy")
-    if policy and policy not in router_policies():
-        raise RecipeError(f"sglang_router_policy: {policy!r} (router {host}) is not a policy of sglang-router "
-                          f"{load_catalog().versions['router_pinned']}; it has {', '.join(router_policies())}")
-    members = sorted(groups[group])
-    not_serving = [w for w in members if w in hostvars and role_of(hostvars[w]) != "server"]
-    if not_serving:
-        raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) holds "
-                          f"{', '.join(not_serving)}, which serve nothing (sglang_role is not server); a router's "
-                          "group holds only servers")
-    heads = [servers[w] for w in members if w in servers and servers[w]["rank"] == 0]
-    broken = [w for w in members if w not in servers and w in (errors or {})]
-    if broken:
-        raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) holds servers that cannot be "
-                          f"planned: " + "; ".join(f"{w}: {(errors or {})[w][0]}" for w in broken))
-    if not heads:
-        raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) has no servers")
-    # every serving instance of the group: each replica of a host with sglang_replicas is a worker of its own
-    served = [i for p in heads for i in replicas.instances_of(p)]
+    mistakes = Mistakes()
+    own = mistakes.attempt(_router_own, host, hv)
+    pool = mistakes.attempt(_router_pool, host, hv, hostvars, groups, servers, errors or {})
+    mistakes.raise_any()
+    (port, metrics_port, policy, instance, install, method), (group, heads, served, mode) = own, pool
     prefill = [p for p in served if p["recipe"]["pd_role"] == "prefill"]
     decode = [p for p in served if p["recipe"]["pd_role"] == "decode"]
-    plain = [p for p in served if not p["recipe"]["pd_role"]]
-    mode = placement_value(hv, "sglang_router_mode") or ("pd" if prefill or decode else "plain")
-    if mode == "plain" and (prefill or decode):
-        raise RecipeError(f"sglang_router_mode: router {host} is plain but {group} holds PD workers; use pd")
-    if mode == "pd" and plain:
-        raise RecipeError(f"sglang_router_workers_group: router {host} is a PD router but {group} also holds plain "
-                          f"servers ({', '.join(dict.fromkeys(p['host'] for p in plain))}), which a PD router cannot "
-                          "use; give them sglang_pd or move them to another router's group")
-    if mode == "pd" and not (prefill and decode):
-        raise RecipeError(f"sglang_router_workers_group: router {host} is a PD router but {group} holds "
-                          f"{len(prefill)} prefill and {len(decode)} decode worker(s); it needs at least one of each")
-    router_address = listen_address(host, hv) if hv.get("ansible_host") or hv.get("sglang_host") else host
-    for p in heads:
-        if is_loopback(p["listen_address"]) and not same_machine(host, hv, p["host"], hostvars[p["host"]]):
-            raise RecipeError(f"sglang_host: {p['host']} listens on {p['listen_address']} only, but router {host} "
-                              f"({router_address}) is another machine; use 0.0.0.0 or an address the router reaches")
     urls = {(p["host"], p["instance"]): worker_url(p) for p in served}
     spec = {"mode": mode,
             "prefill": [{"url": urls[(p["host"], p["instance"])], "bootstrap_port": p["recipe"]["bootstrap_port"]}
@@ -465,21 +468,8 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
             "host": hv.get("sglang_host") or "0.0.0.0", "port": port, "metrics_port": int(metrics_port),
             "policy": policy,
             "extra_args": placement_value(hv, "sglang_router_extra_args")}
-    args = recipe_engine.router_args(spec)
-    instance = placement_value(hv, "sglang_instance") or "router"
-    if not _INSTANCE_NAME.match(instance):
-        raise RecipeError(f"sglang_instance: {instance!r} must be letters, digits, '.', '_' or '-' (it names a unit)")
+    args, warnings = recipe_engine.router_command(spec)
     answering = (decode or served)[0]
-    catalog = load_catalog()
-    spec = load_catalog().variables["recipe"]["sglang_install_method"]  # the one owner of its default and choices
-    method = str(coerce(hv.get("sglang_install_method") or spec["default"], "str", "sglang_install_method"))
-    if method not in spec["choices"]:
-        raise RecipeError(f"sglang_install_method: {method!r} is not one of {', '.join(spec['choices'])}")
-    release = str(hv.get("sglang_version") or catalog.versions["pinned"]).lstrip("v")
-    image = hv.get("sglang_image") or catalog.router.get("image")
-    if method == "uv" and hv.get("sglang_image"):
-        raise RecipeError(f"sglang_install_method is uv but sglang_image is set on router {host}; drop one")
-    install = runtime.install_spec(hv, method, release, image)
     return {
         "host": host,
         "role": "router",
@@ -507,8 +497,100 @@ def router_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "inputs": runtime.inputs(hv, ("sglang_install", "sglang_router")),
         "resolved": [],
         "command": command_text(["python3", "-m", "sglang_router.launch_router"], args),
-        "warnings": [],
+        "warnings": warnings,
     }
+
+
+def _router_own(host: str, hv: HostVars) -> tuple[Any, ...]:
+    """A router's own settings, checked (every mistake at once): ports, policy, unit name, listen address, install."""
+    mistakes = Mistakes()
+    port = mistakes.attempt(placement_value, hv, "sglang_router_port")
+    metrics_port = mistakes.attempt(placement_value, hv, "sglang_router_metrics_port")
+    for name, value in (("sglang_router_port", port), ("sglang_router_metrics_port", metrics_port)):
+        if value is not None and not 1 <= int(value) <= 65535:
+            mistakes.add(f"{name}: {value} (router {host}) is not a TCP port (1-65535)")
+    if port is not None and metrics_port is not None and int(metrics_port) == int(port):
+        mistakes.add(f"sglang_router_metrics_port: {metrics_port} (router {host}) is also its serving port "
+                     f"(sglang_router_port); give the Prometheus endpoint its own port (default "
+                     f"{load_catalog().ports['router_metrics']})")
+    policy = mistakes.attempt(placement_value, hv, "sglang_router_policy")
+    if policy and policy not in router_policies():
+        mistakes.add(f"sglang_router_policy: {policy!r} (router {host}) is not a policy of sglang-router "
+                     f"{load_catalog().versions['router_pinned']}; it has {', '.join(router_policies())}")
+    instance = mistakes.attempt(placement_value, hv, "sglang_instance") or "router"
+    if not _INSTANCE_NAME.match(str(instance)):
+        mistakes.add(f"sglang_instance: {instance!r} must be letters, digits, '.', '_' or '-' (it names a unit)")
+    if hv.get("sglang_host"):
+        mistakes.attempt(input_checks.check_listen_address, hv["sglang_host"], "sglang_host", "sglang_router_port")
+    install = mistakes.attempt(_router_install, host, hv)
+    mistakes.raise_any()
+    return port, metrics_port, policy, instance, install[0], install[1]
+
+
+def _router_install(host: str, hv: HostVars) -> tuple[dict[str, Any], str]:
+    catalog = load_catalog()
+    spec = catalog.variables["recipe"]["sglang_install_method"]  # the one owner of its default and choices
+    method = str(coerce(hv.get("sglang_install_method") or spec["default"], "str", "sglang_install_method"))
+    if method not in spec["choices"]:
+        raise RecipeError(f"sglang_install_method: {method!r} is not one of {', '.join(spec['choices'])}")
+    if method == "uv" and hv.get("sglang_image"):
+        raise RecipeError(f"sglang_install_method is uv but sglang_image is set on router {host}; drop one")
+    release = str(hv.get("sglang_version") or catalog.versions["pinned"]).lstrip("v")
+    image = hv.get("sglang_image") or catalog.router.get("image")
+    return runtime.install_spec(hv, method, release, image), method
+
+
+def _router_pool(host: str, hv: HostVars, hostvars: dict[str, HostVars], groups: dict[str, list[str]],
+                 servers: dict[str, dict[str, Any]], errors: dict[str, list[str]]) -> tuple[Any, ...]:
+    """(group, heads, serving instances, mode) of the servers a router fronts. A server of the group that cannot be
+    planned is named, not its problems (they are listed under its own name)."""
+    group = placement_value(hv, "sglang_router_workers_group")
+    if not group:
+        raise RecipeError(f"sglang_router_workers_group: router {host} fronts no workers; name the inventory group "
+                          "of the servers it routes to")
+    if group not in groups:
+        raise RecipeError(f"sglang_router_workers_group: {group!r} (on router {host}) is not an inventory group; "
+                          f"{not_a_group(group, groups)}")
+    members = sorted(groups[group])
+    not_serving = [w for w in members if w in hostvars and role_of(hostvars[w]) != "server"]
+    if not_serving:
+        raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) holds "
+                          f"{', '.join(not_serving)}, which serve nothing (sglang_role is not server); a router's "
+                          "group holds only servers")
+    broken = [w for w in members if w not in servers and w in errors]
+    if broken:
+        raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) holds servers that cannot be "
+                          f"planned: {', '.join(broken)} (their problems are listed under their names); the router is "
+                          "planned once they are")
+    heads = [servers[w] for w in members if w in servers and servers[w]["rank"] == 0]
+    if not heads:
+        raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) has no servers")
+    # every serving instance of the group: each replica of a host with sglang_replicas is a worker of its own
+    served = [i for p in heads for i in replicas.instances_of(p)]
+    return group, heads, served, _router_mode(host, hv, hostvars, group, heads, served)
+
+
+def _router_mode(host: str, hv: HostVars, hostvars: dict[str, HostVars], group: str, heads: list[dict[str, Any]],
+                 served: list[dict[str, Any]]) -> str:
+    prefill = [p for p in served if p["recipe"]["pd_role"] == "prefill"]
+    decode = [p for p in served if p["recipe"]["pd_role"] == "decode"]
+    plain = [p for p in served if not p["recipe"]["pd_role"]]
+    mode = placement_value(hv, "sglang_router_mode") or ("pd" if prefill or decode else "plain")
+    if mode == "plain" and (prefill or decode):
+        raise RecipeError(f"sglang_router_mode: router {host} is plain but {group} holds PD workers; use pd")
+    if mode == "pd" and plain:
+        raise RecipeError(f"sglang_router_workers_group: router {host} is a PD router but {group} also holds plain "
+                          f"servers ({', '.join(dict.fromkeys(p['host'] for p in plain))}), which a PD router cannot "
+                          "use; give them sglang_pd or move them to another router's group")
+    if mode == "pd" and not (prefill and decode):
+        raise RecipeError(f"sglang_router_workers_group: router {host} is a PD router but {group} holds "
+                          f"{len(prefill)} prefill and {len(decode)} decode worker(s); it needs at least one of each")
+    router_address = listen_address(host, hv) if hv.get("ansible_host") or hv.get("sglang_host") else host
+    for p in heads:
+        if is_loopback(p["listen_address"]) and not same_machine(host, hv, p["host"], hostvars[p["host"]]):
+            raise RecipeError(f"sglang_host: {p['host']} listens on {p['listen_address']} only, but router {host} "
+                              f"({router_address}) is another machine; use 0.0.0.0 or an address the router reaches")
+    return str(mode)
 
 
 def worker_url(plan: dict[str, Any]) -> str:

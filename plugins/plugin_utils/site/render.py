@@ -25,6 +25,7 @@ from typing import Any
 
 import jinja2
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import node
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, replicas, units
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.placement import command_text
 
@@ -32,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[3]
 TEMPLATE_DIR = ROOT / "playbooks" / "templates" / "render"
 VIEWS_BY_ROLE = {"server": ("serve.args", "serve.sh"), "router": ("router.args", "router.sh")}
 #: the per-stage summaries (site/stages.py, and the monitoring stage of site/monitoring.py)
-STAGE_VIEWS = ("driver", "rdma", "runtime", "install", "weights", "serve", "monitoring")
+STAGE_VIEWS = ("driver", "rdma", "runtime", "install", "weights", "serve", "monitoring", "acceptance")
 #: every name render writes into a host's folder (a folder holding only these is ours to remove)
 OWN_NAMES = ("serve.args", "serve.sh", "docker-run.sh", "router.args", "router.sh", "files",
              *(f"{name}.yml" for name in STAGE_VIEWS))
@@ -257,10 +258,15 @@ def stale_files(dest: Path, files: set[str]) -> list[Path]:
                 top = inside == "."
                 ours = inside.split(os.sep, 1)[0] == "files" or (top and (
                     name in OWN_NAMES or name in LEGACY_NAMES
-                    or (name.startswith(("sglang-", "metalserve-")) and name.endswith(".service"))))
+                    or legacy_unit(name)))
                 if ours:
                     out.append(dest / rel)
     return sorted(out)
+
+
+def legacy_unit(name: str) -> bool:
+    """A unit file an earlier release rendered beside the views (an instance's, or one of our metalserve-* units)."""
+    return name.endswith(node.systemd("unit_suffix")) and name.startswith((node.systemd("unit_prefix"), "metalserve-"))
 
 
 def stale_dirs(dest: Path, hosts: set[str]) -> list[Path]:
@@ -271,6 +277,6 @@ def stale_dirs(dest: Path, hosts: set[str]) -> list[Path]:
     for path in sorted(p for p in dest.iterdir() if p.is_dir() and p.name not in hosts):
         names = [c.name for c in path.iterdir()]
         if names and all(n in OWN_NAMES or n in LEGACY_NAMES
-                         or (n.startswith(("sglang-", "metalserve-")) and n.endswith(".service")) for n in names):
+                         or legacy_unit(n) for n in names):
             out.append(path)
     return out

@@ -119,30 +119,35 @@ def gpu_sets(host: str, hv: dict[str, Any], rec: dict[str, Any], node_gpus: int,
             raise RecipeError(f"{GPU_SETS}: {host} lists {len(given)} GPU set(s) but {REPLICAS} is {count}; give one "
                               f"set per replica (or leave {REPLICAS} unset: the sets count the replicas)")
         sets = [_indices(value, host, i) for i, value in enumerate(given)]
-        owner: dict[int, int] = {}
-        for i, gpus in enumerate(sets):
-            twice = sorted({g for g in gpus if gpus.count(g) > 1})
-            if twice:
-                raise RecipeError(f"{GPU_SETS}: replica {i} of {host} names GPU {', '.join(map(str, twice))} twice; "
-                                  "each GPU once per set")
-            if len(gpus) != per:
-                raise RecipeError(f"{GPU_SETS}: replica {i} of {host} gets GPU(s) {devices(gpus)} ({len(gpus)}), but "
-                                  f"{cell} takes {per} per server; give every replica exactly {per} GPU(s)")
-            past = [g for g in gpus if g >= node_gpus]
-            if past:
-                raise RecipeError(f"{GPU_SETS}: replica {i} of {host} names GPU {', '.join(map(str, past))}, but the "
-                                  f"node ({rec['gpu']}) has {node_gpus}: GPUs 0-{node_gpus - 1}")
-            for g in gpus:
-                if g in owner:
-                    raise RecipeError(f"{GPU_SETS}: GPU {g} of {host} is in replica {owner[g]} and replica {i}; each "
-                                      "GPU serves one replica")
-                owner[g] = i
+        check_sets(host, sets, per, node_gpus, cell, rec["gpu"])
     mine = sorted(mask_variables() & {str(k) for k in (hv.get("sglang_env") or {})})
     if mine:
         raise RecipeError(f"sglang_env: {host} sets {', '.join(mine)}, but with {REPLICAS} / {GPU_SETS} the plan gives "
                           f"each server its own GPUs; drop {'it' if len(mine) == 1 else 'them'} and name the GPUs in "
                           f"{GPU_SETS}")
     return sets
+
+
+def check_sets(host: str, sets: list[list[int]], per: int, node_gpus: int, cell: str, gpu: str) -> None:
+    """The operator's GPU sets: no GPU twice, the cell's count in each, only GPUs the node has, each in one set."""
+    owner: dict[int, int] = {}
+    for i, gpus in enumerate(sets):
+        twice = sorted({g for g in gpus if gpus.count(g) > 1})
+        if twice:
+            raise RecipeError(f"{GPU_SETS}: replica {i} of {host} names GPU {', '.join(map(str, twice))} twice; "
+                              "each GPU once per set")
+        if len(gpus) != per:
+            raise RecipeError(f"{GPU_SETS}: replica {i} of {host} gets GPU(s) {devices(gpus)} ({len(gpus)}), but "
+                              f"{cell} takes {per} per server; give every replica exactly {per} GPU(s)")
+        past = [g for g in gpus if g >= node_gpus]
+        if past:
+            raise RecipeError(f"{GPU_SETS}: replica {i} of {host} names GPU {', '.join(map(str, past))}, but the "
+                              f"node ({gpu}) has {node_gpus}: GPUs 0-{node_gpus - 1}")
+        for g in gpus:
+            if g in owner:
+                raise RecipeError(f"{GPU_SETS}: GPU {g} of {host} is in replica {owner[g]} and replica {i}; each "
+                                  "GPU serves one replica")
+            owner[g] = i
 
 
 def name(instance: str, index: int, count: int) -> str:

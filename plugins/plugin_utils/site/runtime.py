@@ -21,16 +21,14 @@ from typing import Any, Iterable, Mapping
 from ansible.module_utils.common import validation
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import node, yaml_read
 
 ROOT = Path(__file__).resolve().parents[3]
-#: where the roles install their helper scripts on a node
-HELPER_DIR = "/usr/local/lib/metalserve"
-HEALTH_SCRIPT = f"{HELPER_DIR}/wait_healthy.py"
-CHECK_SCRIPT = f"{HELPER_DIR}/check_args.py"
-SYSTEM_PYTHON = "/usr/bin/python3"
+#: where the roles install their helper scripts on a node (data/node.yml)
+HEALTH_SCRIPT = node.path("health_script")
+SYSTEM_PYTHON = node.program("python")
 #: the serving user's home (uv units): systemd creates it (StateDirectory); caches land there
-SERVICE_HOME = "/var/lib/sglang-home"
+SERVICE_HOME = node.folder("service_home")
 #: the role whose defaults hold each setting prefix
 ROLE_PREFIXES = {"sglang_install_": "sglang_install", "sglang_server_": "sglang_server",
                  "sglang_router_service_": "sglang_router"}
@@ -262,8 +260,9 @@ def server_settings(hv: dict[str, Any], instance: str, install: dict[str, Any], 
         "start_limit_burst": s["sglang_server_start_limit_burst"],
         "start_limit_interval": s["sglang_server_start_limit_interval"],
         "stop_timeout": s["sglang_server_stop_timeout"], "limit_nofile": s["sglang_server_limit_nofile"],
-        "after": list(dict.fromkeys(ordered_after().get(vendor, []) + list(s["sglang_server_after_units"]))),
-        "hardening": list(s["sglang_server_hardening"]),
+        "after": list(dict.fromkeys(ordered_after().get(vendor, [])
+                                    + unit_names(s["sglang_server_after_units"], "sglang_server_after_units"))),
+        "hardening": service_lines(s["sglang_server_hardening"], "sglang_server_hardening"),
         "device_allowlist": s["sglang_server_device_allowlist"], "firewall": s["sglang_server_firewall"],
         "hf_cache": s["sglang_server_hf_cache"], "home": SERVICE_HOME,
         # where a server that loads a hub id keeps the weights: the mounted cache (docker), its home's cache (uv)
@@ -273,6 +272,50 @@ def server_settings(hv: dict[str, Any], instance: str, install: dict[str, Any], 
         "secrets_config": f"{config_dir}/{instance}.secrets.yaml",
         "hf_token_file": f"{config_dir}/{instance}.hf_token",
     }
+
+
+#: a unit's name as systemd.unit(5) defines it: letters, digits and ":-_.\\@", then the unit type's suffix
+UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\@-]{1,240}\.(service|socket|device|mount|automount|swap|target|path|timer|"
+                       r"slice|scope)$")
+
+
+def unit_names(values: Iterable[Any], variable: str) -> list[str]:
+    """Unit names for After=: each one whole (systemd splits the line at spaces) and of a unit type."""
+    out = []
+    for value in values:
+        text = str(value)
+        if not UNIT_NAME.match(text):
+            # one-owner: openibd.service (MLNX_OFED's unit) is an example in advice, not a unit the collection runs
+            raise RecipeError(f"{variable}: {text!r} is not a unit name (systemd.unit(5): no spaces, and a type "
+                              "suffix such as .service or .target, e.g. openibd.service); one unit per list item")
+        out.append(text)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def service_keys() -> frozenset[str]:
+    """The keys systemd accepts in [Service] (data/systemd/service-keys.yml, read from systemd's own parser table)."""
+    doc = yaml_read.safe_load((ROOT / "data" / "systemd" / "service-keys.yml").read_text(encoding="utf-8"))
+    return frozenset(str(k) for k in doc["keys"])
+
+
+def service_lines(values: Iterable[Any], variable: str) -> list[str]:
+    """Lines for a unit's [Service] section: Key=value, each key one systemd knows (an unknown one systemd ignores with
+    a warning, and the sandbox it was meant to add is silently missing)."""
+    import difflib  # noqa: PLC0415 - only for the hint
+
+    out = []
+    for value in values:
+        text = str(value)
+        key, eq, _rest = text.partition("=")
+        if not eq or "\n" in text:
+            raise RecipeError(f"{variable}: {text!r} is not a Key=value line of a unit's [Service] section")
+        if key.strip() not in service_keys():
+            close = difflib.get_close_matches(key.strip(), sorted(service_keys()), n=1, cutoff=0.8)
+            raise RecipeError(f"{variable}: {key.strip()} is not a key systemd knows in [Service] (systemd would ignore "
+                              f"the line){f'; did you mean {close[0]}?' if close else ''}")
+        out.append(text)
+    return out
 
 
 #: seconds systemd's start timeout must leave after the health wait (the unit's own ExecStartPost)
@@ -302,7 +345,8 @@ def router_settings(hv: dict[str, Any], install: dict[str, Any]) -> dict[str, An
         "start_limit_interval": s["sglang_router_service_start_limit_interval"],
         "stop_timeout": s["sglang_router_service_stop_timeout"],
         "limit_nofile": s["sglang_router_service_limit_nofile"],
-        "hardening": list(s["sglang_router_service_hardening"]), "home": SERVICE_HOME,
+        "hardening": service_lines(s["sglang_router_service_hardening"], "sglang_router_service_hardening"),
+        "home": SERVICE_HOME,
     }
 
 

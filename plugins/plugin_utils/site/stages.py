@@ -22,14 +22,17 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import node, systemd
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import imex as imex_data
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import rocm as rp
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, load_catalog, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, placement, runtime
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import acceptance_stage, firewall, placement, runtime
 
-HEADER = "# Managed by metalserve.sglang"
+#: the first comment of every file a stage writes
+MANAGED = "Managed by metalserve.sglang"
+HEADER = f"# {MANAGED}"
 ROOT = Path(__file__).resolve().parents[3]
 #: facts a stage reads (gathered by site.yml's first play: gather_subset min, network, virtual)
 OS_FACTS = ("distribution", "distribution_major_version", "distribution_version", "distribution_release",
@@ -86,7 +89,9 @@ def apt_blacklist(comment: list[str], names: list[str], extra: tuple[str, ...] =
     return "\n".join(lines)
 
 
+@functools.lru_cache(maxsize=None)
 def role_file(role: str, name: str) -> str:
+    """The text of a file a role ships (roles/<role>/files/<name>) that a plan writes on a node."""
     return (ROOT / "roles" / role / "files" / name).read_text(encoding="utf-8")
 
 
@@ -143,7 +148,8 @@ def imex_members(host: str, group: str, groups: dict[str, list[str]]) -> list[st
     if not group:
         return []
     if group not in groups:
-        raise RecipeError(f"nvidia_driver_imex_group: {group!r} (on {host}) is not an inventory group")
+        raise RecipeError(f"nvidia_driver_imex_group: {group!r} (on {host}) is not an inventory group; "
+                          f"{placement.not_a_group(group, groups)}")
     members = sorted(groups[group])
     if host not in members:
         raise RecipeError(f"nvidia_driver_imex_group: {host} is not a member of {group} ({', '.join(members)}); name "
@@ -168,7 +174,6 @@ def nvidia_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, 
         raise RecipeError(f"nvidia_driver_imex_group: {host} is a {gpu} tray, whose GPUs share an NVLink domain through "
                           "nvidia-imex; set nvidia_driver_imex_group to the inventory group of its domain (its trays)")
     members = imex_members(host, group, groups) if imex else []
-    repo_url = str(s["nvidia_driver_repo_base_url"] or "")
     key_fpr = fingerprint(s["nvidia_driver_repo_key_fingerprint"], "nvidia_driver_repo_key_fingerprint") \
         if s["nvidia_driver_repo_key_fingerprint"] else ""
     stage["settings"] = {
@@ -180,7 +185,7 @@ def nvidia_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, 
     }
     files = stage["files"]
     if s["nvidia_driver_blacklist_nouveau"]:
-        files["blacklist_nouveau"] = file_entry("/etc/modprobe.d/metalserve-blacklist-nouveau.conf",
+        files["blacklist_nouveau"] = file_entry(node.path("nouveau_blacklist"),
                                                 f"{HEADER}\nblacklist nouveau\noptions nouveau modeset=0\n")
     osf = node_os(hv)
     if osf is None:
@@ -188,33 +193,7 @@ def nvidia_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, 
         stage["repository"] = None
         stage["packages"] = {}
     else:
-        repo = nv.repository(osf["distribution"], osf["distribution_major_version"], osf["architecture"],
-                             repo_url or None)
-        vendor_url = nv.repository(osf["distribution"], osf["distribution_major_version"], osf["architecture"])["url"]
-        repo.update(vendor_url=vendor_url, key_url=str(s["nvidia_driver_repo_key_url"] or repo["key_url"]),
-                    key_fingerprint=key_fpr or repo["key_fingerprint"])
-        names = nv.node_packages(platform, branch, flavor, osf["distribution"], osf["architecture"], imex)
-        stage["repository"] = repo
-        stage["packages"] = {**names, "install": nv.pins(names["pinned"], version, names["format"]) + names["unpinned"]
-                             if version else None, "hold": names["pinned"]}
-        stage["services"] = list(names["units"])
-        stage["modules"] = list(names["modules_load"])
-        if repo["format"] == "apt":
-            if s["nvidia_driver_repo_manage"]:
-                files["sources"] = file_entry("/etc/apt/sources.list.d/cuda.sources", deb822(
-                    {"name": "cuda", "uris": repo["url"], "suites": [repo["suite"]], "signed_by": repo["keyring"],
-                     "types": ["deb"]}))
-                files["pin"] = file_entry(repo["pin_file"], repo["pin"])
-            lock = nv.version_lock(version) if version else None
-            files["version_lock"] = file_entry(nv.data("packages")["apt_version_lock"]["file"],
-                                               lock["text"] if lock else None)
-            files["unattended"] = file_entry("/etc/apt/apt.conf.d/51metalserve-nvidia", None)
-            on_node(stage, "the unattended-upgrades blacklist", "every installed package of the driver at its version "
-                    "(the pinned ones and what apt pulled with them)")
-        if names["modules_load"]:
-            files["modules_load"] = file_entry("/etc/modules-load.d/metalserve-nvlink5.conf", "\n".join(
-                [f"{HEADER}: Fabric Manager's precheck refuses to start nvlsm without them", *names["modules_load"]])
-                + "\n")
+        nvidia_packages(stage, s, osf, key_fpr)
     if not version:
         on_node(stage, "the driver version", f"nvidia_driver_version is empty: a node keeps the {branch}.x it has, a "
                 "new node takes the newest version every needed package publishes in the repository")
@@ -227,21 +206,57 @@ def nvidia_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, 
     return stage
 
 
+def nvidia_packages(stage: dict[str, Any], s: dict[str, Any], osf: dict[str, str], key_fpr: str) -> None:
+    """The driver stage on a node whose OS is known: NVIDIA's repository, the packages and their pins, the units and
+    modules, and the apt files (sources, pin, version lock, unattended-upgrades, NVLink5's modules)."""
+    set_, files = stage["settings"], stage["files"]
+    repo = nv.repository(osf["distribution"], osf["distribution_major_version"], osf["architecture"],
+                         str(s["nvidia_driver_repo_base_url"] or "") or None)
+    vendor_url = nv.repository(osf["distribution"], osf["distribution_major_version"], osf["architecture"])["url"]
+    repo.update(vendor_url=vendor_url, key_url=str(s["nvidia_driver_repo_key_url"] or repo["key_url"]),
+                key_fingerprint=key_fpr or repo["key_fingerprint"])
+    names = nv.node_packages(set_["platform"], set_["branch"], set_["flavor"], osf["distribution"], osf["architecture"],
+                             set_["imex"])
+    version = set_["version"]
+    stage["repository"] = repo
+    stage["packages"] = {**names, "install": nv.pins(names["pinned"], version, names["format"]) + names["unpinned"]
+                         if version else None, "hold": names["pinned"]}
+    stage["services"] = list(names["units"])
+    stage["modules"] = list(names["modules_load"])
+    if repo["format"] == "apt":
+        if s["nvidia_driver_repo_manage"]:
+            files["sources"] = file_entry(node.path("cuda_sources"), deb822(
+                {"name": "cuda", "uris": repo["url"], "suites": [repo["suite"]], "signed_by": repo["keyring"],
+                 "types": ["deb"]}))
+            files["pin"] = file_entry(repo["pin_file"], repo["pin"])
+        lock = nv.version_lock(version) if version else None
+        files["version_lock"] = file_entry(nv.data("packages")["apt_version_lock"]["file"],
+                                           lock["text"] if lock else None)
+        files["unattended"] = file_entry(node.path("nvidia_unattended"), None)
+        on_node(stage, "the unattended-upgrades blacklist", "every installed package of the driver at its version "
+                "(the pinned ones and what apt pulled with them)")
+    if names["modules_load"]:
+        files["modules_load"] = file_entry(node.path("nvlink5_modules"), "\n".join(
+            [f"{HEADER}: Fabric Manager's precheck refuses to start nvlsm without them", *names["modules_load"]]) + "\n")
+
+
 def imex_files(stage: dict[str, Any], host: str, members: list[str], hostvars: dict[str, dict[str, Any]],
                flavor: str, s: dict[str, Any]) -> None:
     files = stage["files"]
     services = data_services()
+    # channel 0 by hand is made one way, by this script: on a running module when a converge finds it missing, and at
+    # every boot (its unit) for the proprietary module; the open module makes it itself at every load (its option)
+    script = node.path("imex_channel_script")
+    files["imex_channel_script"] = file_entry(script, role_file("nvidia_driver", "metalserve-imex-channel0"), "0755")
     if flavor == "open":
-        files["imex_channel"] = file_entry("/etc/modprobe.d/metalserve-nvidia-imex.conf", "\n".join([
+        files["imex_channel"] = file_entry(node.path("imex_channel_option"), "\n".join([
             f"{HEADER}: IMEX channel 0 for the serving containers and processes",
             f"options nvidia {services['imex']['channel_module_option']}", ""]))
     else:
-        files["imex_channel_script"] = file_entry("/usr/local/sbin/metalserve-imex-channel0",
-                                                  role_file("nvidia_driver", "metalserve-imex-channel0"), "0755")
-        files["imex_channel_unit"] = file_entry("/etc/systemd/system/metalserve-imex-channel0.service", "\n".join([
-            HEADER, "[Unit]", "Description=IMEX channel 0 (metalserve.sglang)", "After=nvidia-persistenced.service",
-            "Before=nvidia-imex.service", "", "[Service]", "Type=oneshot", "RemainAfterExit=yes",
-            "ExecStart=/usr/local/sbin/metalserve-imex-channel0", "", "[Install]", "WantedBy=multi-user.target", ""]))
+        files["imex_channel_unit"] = file_entry(node.unit_path(node.unit("imex_channel")), systemd.service_unit(
+            [MANAGED], "IMEX channel 0 (metalserve.sglang)",
+            [f"After={services['units']['persistenced']}", f"Before={services['units']['imex']}"],
+            ["Type=oneshot", "RemainAfterExit=yes", f"ExecStart={script}"]))
     ports = imex_data.ports("")
     stage["settings"].update(imex_ports=ports, imex_unit=services["units"]["imex"], imex_config=services["imex"]["config"],
                              imex_channel0=services["imex"]["channel0"])
@@ -263,8 +278,7 @@ def imex_files(stage: dict[str, Any], host: str, members: list[str], hostvars: d
         domain = s["nvidia_driver_imex_group"] or host
         ruleset = firewall.imex_ruleset(text.split(), ports, domain) if text else None
         files["imex_firewall"] = file_entry(firewall.IMEX.file, ruleset)
-        files["imex_firewall_unit"] = file_entry(f"/etc/systemd/system/{firewall.IMEX.unit}",
-                                                 firewall.table_unit(firewall.IMEX))
+        files["imex_firewall_unit"] = file_entry(node.unit_path(firewall.IMEX.unit), firewall.table_unit(firewall.IMEX))
 
 
 def imex_known(hv: dict[str, Any]) -> bool:
@@ -298,7 +312,7 @@ def rocm_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
     stage["settings"] = {
         "gpu": gpu, "platform": platform, "requested": str(s["rocm_driver_version"] or ""),
         "repo_manage": bool(s["rocm_driver_repo_manage"]), "dkms": bool(s["rocm_driver_dkms"]),
-        "service_user": server_user, "kernel_args": kernel_args,
+        "service_user": server_user, "kernel_args": kernel_args, "expected_gpus": int(s["rocm_driver_expected_gpus"]),
     }
     requested = stage["settings"]["requested"]
     if requested and requested not in rp.data("releases")["releases"]:
@@ -323,37 +337,44 @@ def rocm_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
     pkgs = rp.packages()
     stage["packages"] = {"kernel": pkgs["kernel"] if s["rocm_driver_dkms"] else None,
                          "install": rp.userspace_pins(release, repo["format"]), "hold": list(pkgs["held"])}
-    files = stage["files"]
+    rocm_files(stage, s, osf, repo, list(pkgs["held"]))
+    on_node(stage, "the repository's signing key", f"downloaded from the key URL and refused unless its only key has "
+            f"fingerprint {key_fpr or 'AMD publishes (data/amd/repository.yml)'}")
+    on_node(stage, "a reboot", "when amdgpu changed and the loaded module is not the one on disk, or the kernel runs "
+            f"without {' '.join(kernel_args) or 'the kernel arguments'}; a run reboots only with rocm_driver_allow_reboot")
+    return stage
+
+
+def rocm_files(stage: dict[str, Any], s: dict[str, Any], osf: dict[str, str], repo: dict[str, Any],
+               held: list[str]) -> None:
+    """The driver stage's files on an AMD node: AMD's repositories, its pin and the unattended-upgrades blacklist
+    (apt), the device nodes for the serving user, and the kernel arguments (GRUB on Debian, else grubby on the node)."""
+    files, kernel_args = stage["files"], stage["settings"]["kernel_args"]
     if repo["format"] == "apt":
         if s["rocm_driver_repo_manage"]:
             common = {"suites": [repo["suite"]], "components": repo["components"],
                       "architectures": repo["architectures"], "signed_by": repo["keyring"], "types": ["deb"]}
-            files["sources_rocm"] = file_entry("/etc/apt/sources.list.d/rocm.sources", deb822(
+            files["sources_rocm"] = file_entry(node.path("rocm_sources"), deb822(
                 {**common, "name": "rocm", "uris": [repo["rocm"]] + ([repo["graphics"]] if repo["graphics"] else [])}))
-            files["sources_amdgpu"] = file_entry("/etc/apt/sources.list.d/amdgpu.sources", deb822(
+            files["sources_amdgpu"] = file_entry(node.path("amdgpu_sources"), deb822(
                 {**common, "name": "amdgpu", "uris": [repo["amdgpu"]]}))
             files["pin"] = file_entry(repo["pin_file"], repo["pin"])
-        files["unattended"] = file_entry("/etc/apt/apt.conf.d/51metalserve-rocm", apt_blacklist(
+        files["unattended"] = file_entry(node.path("rocm_unattended"), apt_blacklist(
             ["Managed by metalserve.sglang: ROCm upgraded under a running server breaks it mid-flight.",
              "Move releases with rocm_driver_version and rocm_driver_upgrade: true (serial)."],
-            list(pkgs["held"]), ("rocm-", "hip")))
-    files["udev"] = file_entry("/etc/udev/rules.d/70-metalserve-amdgpu.rules", "\n".join([
+            held, ("rocm-", "hip")))
+    files["udev"] = file_entry(node.path("amdgpu_udev"), "\n".join([
         f"{HEADER}: ROCm needs /dev/kfd and /dev/dri/renderD* for the serving user,",
         "# who is in video and render; nobody else gets them.",
         'SUBSYSTEM=="kfd", KERNEL=="kfd", GROUP="render", MODE="0660"',
         'SUBSYSTEM=="drm", KERNEL=="renderD*", GROUP="render", MODE="0660"',
         'SUBSYSTEM=="drm", KERNEL=="card*", GROUP="video", MODE="0660"', ""]))
     if kernel_args and osf["os_family"] == "Debian":
-        files["grub"] = file_entry("/etc/default/grub.d/60-metalserve-rocm.cfg", "\n".join([
+        files["grub"] = file_entry(node.path("rocm_grub"), "\n".join([
             f"{HEADER} (rocm_driver_kernel_args); takes effect after a reboot.",
             f'GRUB_CMDLINE_LINUX_DEFAULT="${{GRUB_CMDLINE_LINUX_DEFAULT}} {" ".join(kernel_args)}"', ""]))
     elif kernel_args:
         on_node(stage, "the kernel arguments", f"added with grubby to every kernel where missing ({' '.join(kernel_args)})")
-    on_node(stage, "the repository's signing key", f"downloaded from the key URL and refused unless its only key has "
-            f"fingerprint {key_fpr or 'AMD publishes (data/amd/repository.yml)'}")
-    on_node(stage, "a reboot", "when amdgpu changed and the loaded module is not the one on disk, or the kernel runs "
-            f"without {' '.join(kernel_args) or 'the kernel arguments'}; a run reboots only with rocm_driver_allow_reboot")
-    return stage
 
 
 def _all_systems() -> list[str]:
@@ -391,7 +412,7 @@ def driver_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, 
 
 @functools.lru_cache(maxsize=None)
 def doca() -> dict[str, Any]:
-    return read_yaml(DATA_DIR / "nvidia" / "doca.yml")
+    return node.expand(read_yaml(DATA_DIR / "nvidia" / "doca.yml"))
 
 
 def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, Any]],
@@ -406,16 +427,7 @@ def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
     stack = str(s["rdma_stack"])
     if stack not in ("inbox", "doca"):
         raise RecipeError(f"rdma_stack: {stack!r} is not one of inbox, doca")
-    peermem = s["rdma_peermem"]
-    if peermem == "auto":
-        peermem = stack == "doca" and plan.get("vendor") == "nvidia"
-    elif str(peermem).lower() in ("true", "false", "yes", "no", "1", "0", "on", "off"):
-        peermem = str(peermem).lower() in ("true", "yes", "1", "on")
-    else:
-        raise RecipeError(f"rdma_peermem: {s['rdma_peermem']!r} is not auto, true or false")
-    if peermem and plan.get("vendor") != "nvidia":
-        raise RecipeError(f"rdma_peermem: nvidia_peermem is NVIDIA's GPUDirect module; {host} is an "
-                          f"{plan.get('vendor')} node. Leave rdma_peermem at auto")
+    peermem = rdma_peermem(host, plan, s["rdma_peermem"], stack)
     modules = [str(m) for m in s["rdma_modules"]] + (["nvidia_peermem"] if peermem else [])
     networked = placement.is_networked(plan["members"], plan["recipe"].get("pd_role"))
     stage["settings"] = {"stack": stack, "peermem": bool(peermem), "memlock_unlimited": bool(s["rdma_memlock_unlimited"]),
@@ -426,29 +438,18 @@ def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
     stage["packages"] = {"install": [str(p) for p in chosen]}
     files = stage["files"]
     if stack == "doca":
-        osf = node_os(hv)
-        data = doca()
-        url = str(s["rdma_doca_repo_url"] or "")
-        if not url and osf is None:
-            no_os(stage, "DOCA's repository URL")
-        url = url or (data["repo_url"].format(version=s["rdma_doca_version"], distribution=osf["distribution"].lower(),
-                                              distribution_version=osf["distribution_version"]) if osf else "")
-        stage["repository"] = {"url": url or None, "key_url": str(s["rdma_doca_key_url"] or data["key_url"]),
-                               "keyring": data["keyring"]}
-        files["sources"] = file_entry("/etc/apt/sources.list.d/doca.sources", deb822(
-            {"name": "doca", "uris": url, "suites": ["./"], "signed_by": data["keyring"], "types": ["deb"]})
-            if url else None)
-    files["modules_load"] = file_entry("/etc/modules-load.d/metalserve-rdma.conf",
+        doca_repository(stage, s, node_os(hv))
+    files["modules_load"] = file_entry(node.path("rdma_modules"),
                                        f"{HEADER}\n" + "\n".join(modules) + "\n")
     if s["rdma_memlock_unlimited"]:
-        files["memlock"] = file_entry("/etc/security/limits.d/90-metalserve-memlock.conf", "\n".join([
+        files["memlock"] = file_entry(node.path("memlock_limits"), "\n".join([
             f"{HEADER}: RDMA registers memory; an 8 MB memlock breaks NCCL and Mooncake.",
             "*    soft    memlock    unlimited", "*    hard    memlock    unlimited", ""]))
     if s["rdma_docker_dropin"]:
-        files["docker_memlock"] = file_entry("/etc/systemd/system/docker.service.d/metalserve-memlock.conf",
-                                             f"{HEADER}\n[Service]\nLimitMEMLOCK=infinity\n")
+        files["docker_memlock"] = file_entry(node.dropin_path(runtime.docker_unit(), node.path("memlock_dropin")),
+                                             systemd.unit_file([MANAGED], {"Service": ["LimitMEMLOCK=infinity"]}))
     group = stage["settings"]["udev_group"]
-    files["udev"] = file_entry("/etc/udev/rules.d/90-metalserve-infiniband.rules", "\n".join([
+    files["udev"] = file_entry(node.path("infiniband_udev"), "\n".join([
         HEADER,
         f'KERNEL=="uverbs*", SUBSYSTEM=="infiniband_verbs", GROUP="{group}", MODE="0660"',
         f'KERNEL=="rdma_cm", SUBSYSTEM=="infiniband", GROUP="{group}", MODE="0660"',
@@ -463,7 +464,7 @@ def rdma_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, An
 
 @functools.lru_cache(maxsize=None)
 def docker_data() -> dict[str, Any]:
-    return read_yaml(DATA_DIR / "docker" / "daemon.yml")
+    return node.expand(read_yaml(DATA_DIR / "docker" / "daemon.yml"))
 
 
 JSON_TYPES = {"str": str, "bool": bool, "int": int, "list": list, "dict": dict}
@@ -496,6 +497,66 @@ def daemon_json_problems(keys: Any, variable: str = "container_runtime_daemon_js
     return out
 
 
+def rdma_peermem(host: str, plan: dict[str, Any], given: Any, stack: str) -> bool:
+    """Whether nvidia_peermem loads: auto is DOCA on NVIDIA, else the boolean given; never on another vendor's node."""
+    if given == "auto":
+        peermem = stack == "doca" and plan.get("vendor") == "nvidia"
+    elif str(given).lower() in ("true", "false", "yes", "no", "1", "0", "on", "off"):
+        peermem = str(given).lower() in ("true", "yes", "1", "on")
+    else:
+        raise RecipeError(f"rdma_peermem: {given!r} is not auto, true or false")
+    if peermem and plan.get("vendor") != "nvidia":
+        raise RecipeError(f"rdma_peermem: nvidia_peermem is NVIDIA's GPUDirect module; {host} is an "
+                          f"{plan.get('vendor')} node. Leave rdma_peermem at auto")
+    return bool(peermem)
+
+
+def doca_repository(stage: dict[str, Any], s: dict[str, Any], osf: dict[str, str] | None) -> None:
+    """DOCA's repository (its URL from the release and the node's OS unless given) and its .sources file."""
+    data = doca()
+    url = str(s["rdma_doca_repo_url"] or "")
+    if not url and osf is None:
+        no_os(stage, "DOCA's repository URL")
+    url = url or (data["repo_url"].format(version=s["rdma_doca_version"], distribution=osf["distribution"].lower(),
+                                          distribution_version=osf["distribution_version"]) if osf else "")
+    stage["repository"] = {"url": url or None, "key_url": str(s["rdma_doca_key_url"] or data["key_url"]),
+                           "keyring": data["keyring"]}
+    stage["files"]["sources"] = file_entry(node.path("doca_sources"), deb822(
+        {"name": "doca", "uris": url, "suites": ["./"], "signed_by": data["keyring"], "types": ["deb"]})
+        if url else None)
+
+
+def nvidia_toolkit(host: str, vendor: Any, given: Any) -> bool:
+    """Whether the NVIDIA Container Toolkit goes in: auto is an NVIDIA node, else the boolean given (not on AMD)."""
+    if str(given) == "auto":
+        return vendor == "nvidia"
+    if str(given).lower() in ("true", "yes", "1", "on", "false", "no", "0", "off"):
+        toolkit = str(given).lower() in ("true", "yes", "1", "on")
+        if toolkit and vendor == "amd":
+            raise RecipeError(f"container_runtime_nvidia_toolkit: true on {host}, an AMD node (its GPUs are not NVIDIA's);"
+                              " leave it at auto")
+        return toolkit
+    raise RecipeError(f"container_runtime_nvidia_toolkit: {given!r} is not auto, true or false")
+
+
+def docker_repository(stage: dict[str, Any], s: dict[str, Any], osf: dict[str, str] | None,
+                      data: dict[str, Any]) -> dict[str, Any]:
+    """Docker's own repository (docker-ce; its URL and suite from the node's OS unless given) and its .sources file."""
+    url = str(s["container_runtime_docker_repo_url"] or "")
+    key = str(s["container_runtime_docker_key_url"] or "")
+    if osf is None and not (url and key):
+        no_os(stage, "Docker's repository URL and suite")
+    dist = osf["distribution"].lower() if osf else ""
+    repo = {"url": url or (data["repository"]["url"].format(distribution=dist) if osf else None),
+            "key_url": key or (data["repository"]["key_url"].format(distribution=dist) if osf else None),
+            "keyring": data["repository"]["keyring"], "suite": osf["distribution_release"] if osf else None,
+            "components": list(data["repository"]["components"])}
+    stage["files"]["docker_sources"] = file_entry(node.path("docker_sources"), deb822(
+        {"name": "docker", "uris": repo["url"], "suites": repo["suite"], "components": repo["components"],
+         "signed_by": repo["keyring"], "types": ["deb"]}) if repo["url"] and repo["suite"] else None)
+    return repo
+
+
 def runtime_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str, Any]],
                   groups: dict[str, list[str]]) -> dict[str, Any]:
     del groups
@@ -514,41 +575,15 @@ def runtime_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
     data = docker_data()
     if source not in data["packages"]:
         raise RecipeError(f"container_runtime_docker_source: {source!r} is not one of {', '.join(data['packages'])}")
-    toolkit = s["container_runtime_nvidia_toolkit"]
-    vendor = plan.get("vendor")
-    if str(toolkit) == "auto":
-        toolkit = vendor == "nvidia"
-    elif str(toolkit).lower() in ("true", "yes", "1", "on", "false", "no", "0", "off"):
-        toolkit = str(toolkit).lower() in ("true", "yes", "1", "on")
-        if toolkit and vendor == "amd":
-            raise RecipeError(f"container_runtime_nvidia_toolkit: true on {host}, an AMD node (its GPUs are not NVIDIA's);"
-                              " leave it at auto")
-    else:
-        raise RecipeError(f"container_runtime_nvidia_toolkit: {s['container_runtime_nvidia_toolkit']!r} is not auto, "
-                          "true or false")
-    osf = node_os(hv)
-    repo = None
-    if source == "docker":
-        url = str(s["container_runtime_docker_repo_url"] or "")
-        key = str(s["container_runtime_docker_key_url"] or "")
-        if osf is None and not (url and key):
-            no_os(stage, "Docker's repository URL and suite")
-        dist = osf["distribution"].lower() if osf else ""
-        repo = {"url": url or (data["repository"]["url"].format(distribution=dist) if osf else None),
-                "key_url": key or (data["repository"]["key_url"].format(distribution=dist) if osf else None),
-                "keyring": data["repository"]["keyring"], "suite": osf["distribution_release"] if osf else None,
-                "components": list(data["repository"]["components"])}
-        stage["files"]["docker_sources"] = file_entry("/etc/apt/sources.list.d/docker.sources", deb822(
-            {"name": "docker", "uris": repo["url"], "suites": repo["suite"], "components": repo["components"],
-             "signed_by": repo["keyring"], "types": ["deb"]}) if repo["url"] and repo["suite"] else None)
-    stage["repository"] = repo
+    toolkit = nvidia_toolkit(host, plan.get("vendor"), s["container_runtime_nvidia_toolkit"])
+    stage["repository"] = docker_repository(stage, s, node_os(hv), data) if source == "docker" else None
     stage["settings"] = {"docker_source": source, "daemon_json": dict(s["container_runtime_daemon_json"]),
                          "nvidia_toolkit": bool(toolkit), "start": bool(s["container_runtime_start"]),
                          "toolkit_version": str(s["container_runtime_nvidia_toolkit_version"] or ""),
                          "nvidia_repo_manage": bool(s["container_runtime_nvidia_repo_manage"]),
                          "nvidia_repo_url": str(s["container_runtime_nvidia_repo_url"]),
                          "nvidia_key_url": str(s["container_runtime_nvidia_key_url"]),
-                         "nvidia_keyring": "/etc/apt/keyrings/nvidia-container-toolkit.asc",
+                         "nvidia_keyring": node.path("toolkit_keyring"),
                          "cdi": bool(s["container_runtime_cdi"]) and bool(toolkit),
                          "cdi_spec": str(s["container_runtime_cdi_spec"])}
     version = stage["settings"]["toolkit_version"]
@@ -557,7 +592,7 @@ def runtime_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
                          + ([f"{n}={version}" if version else n for n in names] if toolkit else [])}
     if toolkit and s["container_runtime_nvidia_repo_manage"]:
         stage["files"]["toolkit_sources"] = file_entry(
-            "/etc/apt/sources.list.d/nvidia-container-toolkit.sources", deb822(
+            node.path("toolkit_sources"), deb822(
                 {"name": "nvidia-container-toolkit", "uris": stage["settings"]["nvidia_repo_url"], "suites": ["/"],
                  "signed_by": stage["settings"]["nvidia_keyring"], "types": ["deb"]}))
     stage["files"]["daemon_json"] = file_entry(data["daemon_json"], None)
@@ -573,7 +608,7 @@ def runtime_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
 
 # --- weights ----------------------------------------------------------------------------------------------------
 
-WEIGHTS_ROOT = "/var/lib/sglang/models"
+WEIGHTS_ROOT = node.folder("weights")
 WEIGHT_SOURCES = ("auto", "hf", "rsync", "copy", "none")
 
 
@@ -624,42 +659,17 @@ def weights_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
         source = "hf" if served else "none"
     repo = str(s["model_weights_repo"] or plan["recipe"]["checkpoint"])
     directory = weights_dir(plan, hv)
-    problems = []
-    wrong = other_checkpoint(plan, served) if served else None
-    if wrong:
-        problems.append(f"sglang_model_path: {served} holds {wrong}, but {host} serves {plan['recipe']['checkpoint']} "
-                        f"({plan['recipe']['quant']}); point it at the {plan['recipe']['quant']} checkpoint's folder")
-    if source != "none":
-        if served is None:
-            problems.append(f"model_weights_source: {host} stages {repo} into {directory}, but its server loads "
-                            f"--model-path {plan['recipe']['checkpoint']} from the Hub and never reads that folder; set "
-                            f"sglang_model_path: {directory} (for the rack), or model_weights_source: auto or none to "
-                            "let SGLang download it")
-        if s["model_weights_repo"] and str(s["model_weights_repo"]) != plan["recipe"]["checkpoint"]:
-            model = load_catalog().models.get(plan["recipe"]["model"])
-            ids = {str(c["id"]) for c in (model.checkpoints.values() if model else [])}
-            if str(s["model_weights_repo"]) in ids:
-                problems.append(f"model_weights_repo: {s['model_weights_repo']} is another precision's checkpoint; "
-                                f"{host} serves {plan['recipe']['checkpoint']} ({plan['recipe']['quant']}). Drop "
-                                "model_weights_repo (it defaults to the recipe's checkpoint)")
-    if source == "rsync" and not s["model_weights_rsync_source"] and not s["model_weights_fanout_group"]:
-        problems.append("model_weights_rsync_source: model_weights_source is rsync but no rsync source is set "
-                        "(rsync://host/module/path or host:/path)")
-    if source == "copy" and not s["model_weights_copy_source"]:
-        problems.append("model_weights_copy_source: model_weights_source is copy but no source folder is set "
-                        "(a mounted path such as /mnt/nfs/models/zai-org/GLM-5.3)")
-    offline = bool(runtime.settings(hv, "sglang_install")["sglang_install_offline"])
-    if served is None and offline and source == "none":
-        problems.append(f"sglang_install_offline: {host} is offline but its server loads --model-path "
-                        f"{plan['recipe']['checkpoint']} (a hub id) and nothing stages it; stage the weights "
-                        "(model_weights_source: copy or rsync) and set sglang_model_path")
+    problems = weights_problems(host, plan, s, source, directory,
+                                bool(runtime.settings(hv, "sglang_install")["sglang_install_offline"]))
     members, leader = fanout(host, str(s["model_weights_fanout_group"] or ""), hostvars, groups, plan, problems)
     if problems:
         raise RecipeError("; ".join(problems))
     stage["settings"] = {
         "server_reads": stage["settings"]["server_reads"], "source": source, "dir": directory, "repo": repo, "revision": str(s["model_weights_revision"]),
-        "hf_endpoint": str(s["model_weights_hf_endpoint"] or "https://huggingface.co"),
-        "token_file": str(s["model_weights_token_file"]), "tools_venv": str(s["model_weights_tools_venv"]),
+        "hf_endpoint": str(s["model_weights_hf_endpoint"] or node.get("endpoints.hub")),
+        # derived from the folders their roles own unless set: the server's config folder, the install's root
+        "token_file": str(s["model_weights_token_file"] or f"{plan['settings']['config_dir']}/hf_token"),
+        "tools_venv": str(s["model_weights_tools_venv"] or f"{install_root(hv)}/tools"),
         "hf_hub_version": str(s["model_weights_hf_hub_version"]),
         "rsync_source": str(s["model_weights_rsync_source"] or ""), "copy_source": str(s["model_weights_copy_source"] or ""),
         "fanout_group": str(s["model_weights_fanout_group"] or ""), "fanout_members": members,
@@ -674,8 +684,50 @@ def weights_stage(host: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
         stage["why"] = "model_weights_source is none: nothing is staged"
     on_node(stage, "what is already staged", f"the shards present in {directory} against the checkpoint's manifest")
     if leader == host and len(members) > 1:
-        fanout_files(stage, members, hostvars)
+        fanout_files(stage, members, hostvars, plan["settings"]["config_dir"])
     return stage
+
+
+def install_root(hv: dict[str, Any]) -> str:
+    """sglang_install_root as the install stage reads it (runtime.install_spec)."""
+    return str(runtime.settings(hv, "sglang_install")["sglang_install_root"]).rstrip("/")
+
+
+def weights_problems(host: str, plan: dict[str, Any], s: dict[str, Any], source: str, directory: str,
+                     offline: bool) -> list[str]:
+    """What a weights stage cannot do: a folder of another precision, staging where the server never reads, another
+    precision's repo, a source without its settings, an offline server with nothing staged."""
+    served, ckpt, quant = served_path(plan), plan["recipe"]["checkpoint"], plan["recipe"]["quant"]
+    repo = str(s["model_weights_repo"] or ckpt)
+    problems = []
+    wrong = other_checkpoint(plan, served) if served else None
+    if wrong:
+        problems.append(f"sglang_model_path: {served} holds {wrong}, but {host} serves {ckpt} ({quant}); point it at "
+                        f"the {quant} checkpoint's folder")
+    if source != "none":
+        if served is None:
+            problems.append(f"model_weights_source: {host} stages {repo} into {directory}, but its server loads "
+                            f"--model-path {ckpt} from the Hub and never reads that folder; set "
+                            f"sglang_model_path: {directory} (for the rack), or model_weights_source: auto or none to "
+                            "let SGLang download it")
+        if s["model_weights_repo"] and str(s["model_weights_repo"]) != ckpt:
+            model = load_catalog().models.get(plan["recipe"]["model"])
+            ids = {str(c["id"]) for c in (model.checkpoints.values() if model else [])}
+            if str(s["model_weights_repo"]) in ids:
+                problems.append(f"model_weights_repo: {s['model_weights_repo']} is another precision's checkpoint; "
+                                f"{host} serves {ckpt} ({quant}). Drop model_weights_repo (it defaults to the recipe's "
+                                "checkpoint)")
+    if source == "rsync" and not s["model_weights_rsync_source"] and not s["model_weights_fanout_group"]:
+        problems.append("model_weights_rsync_source: model_weights_source is rsync but no rsync source is set "
+                        "(rsync://host/module/path or host:/path)")
+    if source == "copy" and not s["model_weights_copy_source"]:
+        problems.append("model_weights_copy_source: model_weights_source is copy but no source folder is set "
+                        "(a mounted path such as /mnt/nfs/models/zai-org/GLM-5.3)")
+    if served is None and offline and source == "none":
+        problems.append(f"sglang_install_offline: {host} is offline but its server loads --model-path "
+                        f"{ckpt} (a hub id) and nothing stages it; stage the weights "
+                        "(model_weights_source: copy or rsync) and set sglang_model_path")
+    return problems
 
 
 def leader_address(leader: str, hostvars: dict[str, dict[str, Any]]) -> str:
@@ -689,7 +741,8 @@ def fanout(host: str, group: str, hostvars: dict[str, dict[str, Any]], groups: d
     if not group:
         return [], ""
     if group not in groups:
-        problems.append(f"model_weights_fanout_group: {group!r} (on {host}) is not an inventory group")
+        problems.append(f"model_weights_fanout_group: {group!r} (on {host}) is not an inventory group; "
+                        f"{placement.not_a_group(group, groups)}")
         return [], ""
     members = sorted(groups[group])
     if host not in members:
@@ -704,8 +757,11 @@ def fanout(host: str, group: str, hostvars: dict[str, dict[str, Any]], groups: d
     return members, members[0]
 
 
-def fanout_files(stage: dict[str, Any], members: list[str], hostvars: dict[str, dict[str, Any]]) -> None:
+def fanout_files(stage: dict[str, Any], members: list[str], hostvars: dict[str, dict[str, Any]],
+                 config_dir: str) -> None:
+    """The leader's read-only rsync daemon for its rack's peers: its config (in sglang_server_config_dir) and unit."""
     s = stage["settings"]
+    config = f"{config_dir}/{node.path('fanout_config')}"
     peers = members[1:]
     # a peer connects to fanout_leader_address (placement.address_of) from its own side of that network: the same
     # addresses an instance's firewall admits (placement.source_addresses)
@@ -714,24 +770,25 @@ def fanout_files(stage: dict[str, Any], members: list[str], hostvars: dict[str, 
     known = all(sources.values())
     text = "\n".join([
         HEADER, f"# Read-only rsync module serving {s['dir']} to this rack's peers during the weight fan-out.",
-        "pid file = /run/sglang-weights-rsyncd.pid", "use chroot = yes", "read only = yes", "list = no", "uid = root",
+        f"pid file = {node.path('fanout_pid')}", "use chroot = yes", "read only = yes", "list = no", "uid = root",
         "gid = root", "", "[sglang-weights]", f"    path = {s['dir']}", f"    comment = {s['repo']} for {', '.join(peers)}",
         "    exclude = .cache/", f"    hosts allow = {' '.join([*addresses, '127.0.0.1'])}",
         "    hosts deny = *", ""]) if known else None
     if not known:
         on_node(stage, "the fan-out's rsync allow-list", f"the IPv4 of {', '.join(p for p in peers if not sources[p])} "
                 "(default_ipv4 facts, gathered by site.yml's first play, or an IP in ansible_host / sglang_dist_address)")
-    stage["files"]["fanout_config"] = file_entry("/etc/sglang/rsyncd-weights.conf", text)
-    stage["files"]["fanout_unit"] = file_entry("/etc/systemd/system/sglang-weights-rsyncd.service", "\n".join([
-        HEADER, "[Unit]", f"Description=Read-only rsync daemon serving {s['repo']} to rack peers",
-        "After=network-online.target", "Wants=network-online.target", "", "[Service]",
-        f"ExecStart=/usr/bin/rsync --daemon --no-detach --port={s['fanout_port']} --config=/etc/sglang/rsyncd-weights.conf",
-        "Restart=on-failure", "", "[Install]", "WantedBy=multi-user.target", ""]))
+    stage["files"]["fanout_config"] = file_entry(config, text)
+    online = node.systemd("network_online")
+    stage["files"]["fanout_unit"] = file_entry(node.unit_path(node.unit("weights_fanout")), systemd.service_unit(
+        [MANAGED], f"Read-only rsync daemon serving {s['repo']} to rack peers", [f"After={online}", f"Wants={online}"],
+        [f"ExecStart={node.program('rsync')} --daemon --no-detach --port={s['fanout_port']} --config={config}",
+         "Restart=on-failure"]))
 
 
 # --- the site ---------------------------------------------------------------------------------------------------
 
-STAGE_MAKERS = (("driver", driver_stage), ("rdma", rdma_stage), ("runtime", runtime_stage), ("weights", weights_stage))
+STAGE_MAKERS = (("driver", driver_stage), ("rdma", rdma_stage), ("runtime", runtime_stage), ("weights", weights_stage),
+                ("acceptance", acceptance_stage.acceptance_stage))
 #: a role's switch that leaves its stage alone
 MANAGE = {"nvidia_driver": "nvidia_driver_manage", "rocm_driver": "rocm_driver_manage", "rdma": "rdma_manage",
           "container_runtime": "container_runtime_manage"}

@@ -14,41 +14,21 @@ import functools
 import re
 from typing import Any
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import container, node, systemd
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, cached_yaml, load_catalog, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, placement, replicas, runtime, stages
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SAFE_TOKEN = re.compile(r"^[A-Za-z0-9_@%+=:,./\-\[\]]+$")
-HF_TOKEN_IN_CONTAINER = "/run/secrets/hf_token"
-HEADER = "Managed by metalserve.sglang; local changes are overwritten."
+HEADER = systemd.HEADER
+#: one argv token for ExecStart, and an ExecStart= value (plugin_utils/systemd.py writes every unit's text)
+systemd_quote = systemd.quote
+exec_line = systemd.exec_line
 
 
 @functools.lru_cache(maxsize=None)
 def docker_forms() -> dict[str, Any]:
     return read_yaml(DATA_DIR / "sglang" / "docker.yml")
-
-
-def systemd_quote(token: str) -> str:
-    """One argv token for ExecStart: % and $ escaped, quoted when it holds anything else special."""
-    text = token.replace("%", "%%").replace("$", "$$")
-    if SAFE_TOKEN.match(text):
-        return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def exec_line(argv: list[str]) -> str:
-    """ExecStart= value, one flag per continuation line for readability."""
-    return _exec_line(tuple(argv))
-
-
-@functools.lru_cache(maxsize=4096)
-def _exec_line(argv: tuple[str, ...]) -> str:
-    out = ""
-    for i, token in enumerate(argv):
-        sep = "" if i == 0 else (" \\\n    " if token.startswith("--") else " ")
-        out += sep + systemd_quote(token)
-    return out
 
 
 def check_env(env: dict[str, Any], variable: str = "sglang_env") -> None:
@@ -72,7 +52,7 @@ def secret_lines(plan: dict[str, Any], secrets: dict[str, str] | None) -> list[s
     if "HF_TOKEN" in plan.get("secret_env", []):
         if plan["install"]["method"] == "docker":
             # a file, not the container's environment: `docker inspect` shows that to anyone with the socket
-            lines.append(f"HF_TOKEN_PATH={HF_TOKEN_IN_CONTAINER}")
+            lines.append(f"HF_TOKEN_PATH={node.path('hf_token_in_container')}")
         else:
             value = (secrets or {}).get("HF_TOKEN")
             lines.append(f"HF_TOKEN={value if value is not None else '<secret: sglang_hf_token>'}")
@@ -95,7 +75,7 @@ def serve_tail(plan: dict[str, Any]) -> list[str]:
 def container_name(plan: dict[str, Any]) -> str:
     """The docker container of an instance (docker installs), and SyslogIdentifier: sglang-<instance>; node
     acceptance recognises the serving processes of a docker install by it."""
-    return f"sglang-{plan['instance']}"
+    return node.container_name(plan["instance"])
 
 
 def networked(plan: dict[str, Any]) -> bool:
@@ -107,7 +87,7 @@ def docker_run(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> li
     docker = docker or docker_forms()
     rec, s = plan["recipe"], plan["settings"]
     name = container_name(plan)
-    argv = ["/usr/bin/docker", "run", "--rm", "--name", name, "--env-file", s["env_file"]]
+    argv = ["--env-file", s["env_file"]]
     argv += vendor_options(list(docker["vendor"][rec["vendor"]]), replicas.docker_gpu_options(rec["vendor"],
                                                                                               plan.get("gpus")))
     argv += list(docker["common"])
@@ -127,11 +107,24 @@ def docker_run(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> li
         argv += ["-v", f"{weights}:{weights}:ro"]
     else:
         argv += ["-v", f"{s['hf_cache']}:{docker['hf_cache']}"]
+    draft = draft_path(plan)
+    if draft and not (weights and (draft + "/").startswith(weights.rstrip("/") + "/")):
+        argv += ["-v", f"{draft}:{draft}:ro"]
     if plan.get("api_key"):
         argv += ["-v", f"{s['secrets_config']}:{s['secrets_config']}:ro"]
     if "HF_TOKEN" in plan.get("secret_env", []):
-        argv += ["-v", f"{s['hf_token_file']}:{HF_TOKEN_IN_CONTAINER}:ro"]
-    return argv + [plan["install"]["image"], "sglang", "serve"] + serve_tail(plan)
+        argv += ["-v", f"{s['hf_token_file']}:{node.path('hf_token_in_container')}:ro"]
+    return container.run(argv, plan["install"]["image"], ["sglang", "serve"] + serve_tail(plan), name)
+
+
+def draft_path(plan: dict[str, Any]) -> str | None:
+    """The local folder of a draft-model preset's drafter (sglang_draft_model_path), None for a hub id or no drafter:
+    a docker server mounts it beside the weights."""
+    argv = plan["argv"]
+    if "--speculative-draft-model-path" not in argv[:-1]:
+        return None
+    path = argv[argv.index("--speculative-draft-model-path") + 1]
+    return path if path.startswith("/") else None
 
 
 def vendor_options(options: list[str], gpu_set: list[str] | None) -> list[str]:
@@ -194,14 +187,11 @@ def device_allowlist(vendor: str, rdma: bool) -> list[str]:
 
 def _unit(description: str, after: list[str], wants: list[str], service: list[str],
           settings: dict[str, Any]) -> str:
-    lines = [f"# {HEADER}", "[Unit]",
-             f"Description={description}",
-             "After=" + " ".join(["network-online.target"] + after),
-             "Wants=" + " ".join(["network-online.target"] + wants),
-             f"StartLimitIntervalSec={settings['start_limit_interval']}",
-             f"StartLimitBurst={settings['start_limit_burst']}", "",
-             "[Service]", *service, "", "[Install]", "WantedBy=multi-user.target", ""]
-    return "\n".join(lines)
+    online = node.systemd("network_online")
+    return systemd.service_unit([HEADER], description, [
+        "After=" + " ".join([online] + after), "Wants=" + " ".join([online] + wants),
+        f"StartLimitIntervalSec={settings['start_limit_interval']}", f"StartLimitBurst={settings['start_limit_burst']}"],
+        service)
 
 
 def firewall_on(plan: dict[str, Any]) -> bool:
@@ -223,9 +213,7 @@ def server_unit(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> s
     service = ["Type=exec", f"EnvironmentFile={s['env_file']}"]
     if plan["install"]["method"] == "docker":
         after = [runtime.docker_unit()] + [u for u in after if u != runtime.docker_unit()]
-        service += [f"ExecStartPre=-/usr/bin/docker rm -f {name}",
-                    "ExecStart=" + exec_line(server_argv(plan, docker)),
-                    f"ExecStop=/usr/bin/docker stop --time {s['stop_timeout']} {name}"]
+        service += container.unit_lines(name, exec_line(server_argv(plan, docker)), s["stop_timeout"])
     else:
         service += service_account(s, plan.get("service_groups") or service_groups(plan))
         service += ["ExecStart=" + exec_line(server_argv(plan, docker))]
@@ -245,8 +233,8 @@ def server_unit(plan: dict[str, Any], docker: dict[str, Any] | None = None) -> s
 def router_argv(plan: dict[str, Any]) -> list[str]:
     name = container_name(plan)
     if plan["install"]["method"] == "docker":
-        return ["/usr/bin/docker", "run", "--rm", "--name", name, "--network=host", plan["install"]["image"],
-                "python3", "-m", "sglang_router.launch_router"] + list(plan["argv"])
+        return container.run(["--network=host"], plan["install"]["image"],
+                             ["python3", "-m", "sglang_router.launch_router"] + list(plan["argv"]), name)
     return [plan["install"]["python"], "-m", "sglang_router.launch_router"] + list(plan["argv"])
 
 
@@ -254,8 +242,7 @@ def router_unit(plan: dict[str, Any]) -> str:
     s = plan["settings"]
     name = container_name(plan)
     if plan["install"]["method"] == "docker":
-        service = [f"ExecStartPre=-/usr/bin/docker rm -f {name}", "ExecStart=" + exec_line(router_argv(plan)),
-                   f"ExecStop=/usr/bin/docker stop --time {s['stop_timeout']} {name}"]
+        service = container.unit_lines(name, exec_line(router_argv(plan)), s["stop_timeout"])
         after = [runtime.docker_unit()]
     else:
         service = service_account(s) + ["ExecStart=" + exec_line(router_argv(plan))]
@@ -289,10 +276,6 @@ def _file(path: str, content: str | None, mode: str, owner: str = "root", group:
     return {"path": path, "content": content, "mode": mode, "owner": owner, "group": group}
 
 
-#: where the serving roles write units
-UNITS_DIR = "/etc/systemd/system"
-
-
 def retire_rule(plan: dict[str, Any]) -> dict[str, Any]:
     """How sglang_server finds the units of this host's instance that the plan no longer runs (replicas dropped or
     added): the unit names the instance has had, the instance name captured, and the other files such a unit had,
@@ -305,7 +288,7 @@ def retire_rule(plan: dict[str, Any]) -> dict[str, Any]:
         folder, _sep, name = path.rpartition("/")
         if name.startswith(plan["instance"]):
             paths.append(f"{folder}/{{instance}}{name[len(plan['instance']):]}")
-    return {"pattern": placement.retired_units(base), "units_dir": UNITS_DIR, "paths": paths}
+    return {"pattern": placement.retired_units(base), "units_dir": node.folder("units"), "paths": paths}
 
 
 def host_files(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
@@ -333,16 +316,18 @@ def node_files(plan: dict[str, Any], plans: dict[str, dict[str, Any]],
     """Every file the serving roles write for this plan (the env file with secret placeholders)."""
     if plan["role"] == "router":
         plan["health_url"] = probe_url(plan["argv"], plan["port"])
-        return {"unit": _file(f"{UNITS_DIR}/{plan['unit']}", router_unit(plan), "0644")}
+        # the health wait its ExecStartPost runs: sglang_server's helper (roles/sglang_server/files), its one source
+        return {"unit": _file(node.unit_path(plan["unit"]), router_unit(plan), "0644"),
+                "helper_health": _file(plan["settings"]["health_script"], stages.role_file("sglang_server", "wait_healthy.py"),
+                                       "0755")}
     plan["health_url"] = probe_url(plan["argv"], plan["recipe"]["port"])
     s = plan["settings"]
-    files = {"unit": _file(f"{UNITS_DIR}/{plan['unit']}", server_unit(plan), "0644"),
+    files = {"unit": _file(node.unit_path(plan["unit"]), server_unit(plan), "0644"),
              "env": _file(s["env_file"], env_file(plan), "0600")}
     if firewall_on(plan):
         text = firewall_file(plan, plans, hostvars)
         files["firewall"] = _file(firewall.SGLANG.file, text, "0644")
-        files["firewall_unit"] = _file(f"/etc/systemd/system/{firewall.SGLANG.unit}", firewall.table_unit(firewall.SGLANG),
-                                       "0644")
+        files["firewall_unit"] = _file(node.unit_path(firewall.SGLANG.unit), firewall.table_unit(firewall.SGLANG), "0644")
         if text is None:
             unknown = [m for m, a in member_addresses(plan, plans, hostvars).items() if not any(map(firewall.is_ip, a))]
             plan["resolved"].append(runtime.resolved(

@@ -46,10 +46,11 @@ KNOWN_KEYS = {"model", "gpu", "quant", "cookbook_revision", "ttft_ms", "tpot_ms"
 
 @dataclass(frozen=True)
 class Point:
-    """One speed point: at `concurrency` requests in flight, TTFT and TPOT (ms) and total tokens/s per GPU."""
+    """One speed point: at `concurrency` requests in flight, TTFT and TPOT (ms; None where the page measured none)
+    and total tokens/s per GPU."""
     concurrency: Fraction
-    ttft_ms: Fraction
-    tpot_ms: Fraction
+    ttft_ms: Fraction | None
+    tpot_ms: Fraction | None
     tok_s_per_gpu: Fraction
 
 
@@ -98,16 +99,20 @@ def target_of(spec: Mapping[str, Any]) -> Target:
                   tpot_ms=numbers["tpot_ms"])
 
 
+def _maybe(value: Any) -> Fraction | None:
+    return None if value is None else exact(value)
+
+
 def points_of(speed: Iterable[Mapping[str, Any]]) -> list[Point]:
-    out = sorted((Point(exact(s["concurrency"]), exact(s["ttft_ms"]), exact(s["tpot_ms"]), exact(s["tok_s_per_gpu"]))
-                  for s in speed), key=lambda p: p.concurrency)
+    out = sorted((Point(exact(s["concurrency"]), _maybe(s.get("ttft_ms")), _maybe(s.get("tpot_ms")),
+                        exact(s["tok_s_per_gpu"])) for s in speed), key=lambda p: p.concurrency)
     if len({p.concurrency for p in out}) != len(out):
         raise ValueError("two speed points at the same concurrency")
     return out
 
 
-def _between(a: Fraction, b: Fraction, t: Fraction) -> Fraction:
-    return a + (b - a) * t
+def _between(a: Fraction | None, b: Fraction | None, t: Fraction) -> Fraction | None:
+    return None if a is None or b is None else a + (b - a) * t
 
 
 def at(a: Point, b: Point, concurrency: Fraction) -> Point:
@@ -167,8 +172,8 @@ def _f(value: Fraction, digits: int = 2) -> float:
 
 
 def _why_not(points: list[Point], target: Target) -> str:
-    fastest_ttft = min(points, key=lambda p: p.ttft_ms)
-    fastest_tpot = min(points, key=lambda p: p.tpot_ms)
+    fastest_ttft = min(points, key=lambda p: p.ttft_ms)  # type: ignore[arg-type,return-value]
+    fastest_tpot = min(points, key=lambda p: p.tpot_ms)  # type: ignore[arg-type,return-value]
     parts = []
     if target.ttft_ms is not None and fastest_ttft.ttft_ms > target.ttft_ms:
         parts.append(f"its lowest published TTFT is {_f(fastest_ttft.ttft_ms, 1):g} ms (concurrency "
@@ -179,9 +184,22 @@ def _why_not(points: list[Point], target: Target) -> str:
     return "; ".join(parts) or "no point meets both limits at once"
 
 
+def judgeable(points: list[Point], target: Target) -> tuple[list[Point], str]:
+    """The points that state every metric the target limits, and why the others cannot be judged."""
+    lacking = [m for m, limit in (("TTFT", target.ttft_ms), ("TPOT", target.tpot_ms))
+               if limit is not None and any(getattr(p, m.lower() + "_ms") is None for p in points)]
+    kept = [p for p in points if (target.ttft_ms is None or p.ttft_ms is not None)
+            and (target.tpot_ms is None or p.tpot_ms is not None)]
+    why = f"the page published no {' and no '.join(lacking)} at some of its points" if lacking else ""
+    return kept, why
+
+
 def size(points: list[Point], gpus: int, nodes: int, node_gpus: int, isl: int, osl: int,
          target: Target) -> dict[str, Any]:
     """One cell (or one measured run): its operating point within the limits and the nodes the target needs."""
+    points, lacking = judgeable(points, target)
+    if not points:
+        return {"status": "no published numbers", "reason": lacking}
     best = best_point(points, target.ttft_ms, target.tpot_ms)
     if best is None:
         return {"status": "no point meets the limits", "reason": _why_not(points, target)}
@@ -192,7 +210,9 @@ def size(points: list[Point], gpus: int, nodes: int, node_gpus: int, isl: int, o
     return {
         "status": "ok",
         "interpolated": best.concurrency not in {p.concurrency for p in points},
-        "concurrency": _f(best.concurrency, 1), "ttft_ms": _f(best.ttft_ms, 1), "tpot_ms": _f(best.tpot_ms),
+        "concurrency": _f(best.concurrency, 1),
+        "ttft_ms": None if best.ttft_ms is None else _f(best.ttft_ms, 1),
+        "tpot_ms": None if best.tpot_ms is None else _f(best.tpot_ms),
         "tok_s_per_gpu": _f(best.tok_s_per_gpu, 1),
         "instance": {"requests_per_s": _f(capacity["requests_per_s"], 3),
                      "output_tokens_per_s": _f(capacity["output_tokens_per_s"], 1)},
@@ -204,19 +224,7 @@ def _key(cell: Mapping[str, Any]) -> tuple[str, str, str, int]:
     return (str(cell["gpu"]), str(cell["quant"]), str(cell["strategy"]), int(cell["nodes"]))
 
 
-def capacity(request: Mapping[str, Any], measured: Iterable[Mapping[str, Any]] = (),
-             data_dir: Path = DATA_DIR, catalog: Catalog | None = None) -> dict[str, Any]:
-    """Per cell of the model on the GPU (all its GPUs when gpu is unset; one precision when quant is set), the
-    nodes a target load needs from the published speed points of the cookbook revision, and from each measured
-    run of the same cell and workload (playbooks/benchmark.yml's rendered/benchmark/<host>.json) beside it.
-
-    request: {model, gpu, quant, cookbook_revision, requests_per_s | output_tokens_per_s, ttft_ms, tpot_ms,
-              recipes, gpu_platforms (a site's additions, as the recipe filter takes them)}."""
-    if not isinstance(request, Mapping):
-        raise RecipeError(f"capacity: expected a mapping such as {{model: glm-5.3, gpu: h200, requests_per_s: 10}}, "
-                          f"got {type(request).__name__}")
-    target = target_of(request)
-    catalog = catalog or load_catalog(request.get("recipes"), request.get("gpu_platforms"), data_dir)
+def _model_cells(request: Mapping[str, Any], catalog: Catalog) -> tuple[Any, list[Cell]]:
     model_id = str(request.get("model") or "glm-5.3")
     if model_id not in catalog.models:
         raise RecipeError(f"capacity: model {model_id!r} is not one of {', '.join(sorted(catalog.models))}")
@@ -227,47 +235,92 @@ def capacity(request: Mapping[str, Any], measured: Iterable[Mapping[str, Any]] =
         offered = sorted({f"{c.gpu}/{c.quant}" for c in model.cells})
         raise RecipeError(f"capacity: {model_id} has no cell for gpu {gpu or 'any'} and quant {quant or 'any'} "
                           f"(cookbook revision {model.revision}); it has {', '.join(offered)}")
-    path = benchmarks_path(model_id, model.revision or None, data_dir)
+    return model, cells
+
+
+def workloads(speed: Iterable[Mapping[str, Any]], isl: Any, osl: Any) -> dict[tuple[Any, Any], list[dict[str, Any]]]:
+    """The published points grouped by the workload each ran at (a point's own isl/osl, else the file's), in order:
+    points of different workloads are never interpolated together."""
+    out: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for point in speed:
+        out.setdefault((point.get("isl", isl), point.get("osl", osl)), []).append(dict(point))
+    return out
+
+
+def published_rows(base: dict[str, Any], entry: Mapping[str, Any] | None, isl: Any, osl: Any, node_gpus: int,
+                   cell: Cell, target: Target, revision: str) -> list[dict[str, Any]]:
+    """One row per workload the cell's published points ran at; a row saying why not where there are none."""
+    groups = workloads((entry or {}).get("speed") or [], isl, osl)
+    if not groups or not all(shape[0] and shape[1] for shape in groups):
+        return [{**base, "source": "published", "status": "no published numbers", "points": [],
+                 "reason": f"cookbook revision {revision} publishes no speed points for this cell"}]
+    rows = []
+    for (w_isl, w_osl), points in groups.items():
+        row = {**base, "source": "published", "sglang": (entry or {}).get("sglang"), "isl": w_isl, "osl": w_osl,
+               "latency": (entry or {}).get("latency"), "points": points,
+               **size(points_of(points), cell_gpus(cell), cell.nodes, node_gpus, int(w_isl), int(w_osl), target)}
+        if (entry or {}).get("simulated_accept_length"):
+            row["simulated_accept_length"] = entry["simulated_accept_length"]  # type: ignore[index]
+        rows.append(row)
+    return rows
+
+
+def measured_rows(base: dict[str, Any], runs: list[Mapping[str, Any]], shapes: set[tuple[Any, Any]],
+                  node_gpus: int, cell: Cell, target: Target) -> list[dict[str, Any]]:
+    """The cell's measured runs (benchmark.yml), each sized at its workload when the page published that one."""
+    rows = []
+    for run in runs:
+        if _key(run.get("cell") or {}) != cell.key:
+            continue
+        common = {**base, "source": f"measured on {run.get('host')}", "sglang": run.get("sglang"), "latency": "P50",
+                  "isl": run.get("isl"), "osl": run.get("osl"), "points": [dict(p) for p in run.get("points") or []]}
+        if (run.get("isl"), run.get("osl")) not in shapes:
+            published = " or ".join(f"{i} / {o}" for i, o in sorted(shapes, key=str)) or "none"
+            reason = f"measured at ISL {run.get('isl')} / OSL {run.get('osl')}, not the published {published}"
+            rows.append({**common, "status": "other workload", "reason": reason})
+        elif not run.get("points"):
+            rows.append({**common, "status": "no published numbers", "reason": "the run holds no speed point"})
+        else:
+            rows.append({**common, **size(points_of(run["points"]), int(run.get("gpus") or cell_gpus(cell)),
+                                          cell.nodes, node_gpus, int(run["isl"]), int(run["osl"]), target)})
+    return rows
+
+
+def capacity(request: Mapping[str, Any], measured: Iterable[Mapping[str, Any]] = (),
+             data_dir: Path = DATA_DIR, catalog: Catalog | None = None) -> dict[str, Any]:
+    """Per cell of the model on the GPU (all its GPUs when gpu is unset; one precision when quant is set), the
+    nodes a target load needs from the published speed points of the cookbook revision (one row per workload the
+    points ran at), and from each measured run of the same cell and workload (playbooks/benchmark.yml's
+    rendered/benchmark/<host>.json) beside it.
+
+    request: {model, gpu, quant, cookbook_revision, requests_per_s | output_tokens_per_s, ttft_ms, tpot_ms,
+              recipes, gpu_platforms (a site's additions, as the recipe filter takes them: a model of the site's
+              own folder is sized from its own benchmarks.yml)}."""
+    if not isinstance(request, Mapping):
+        raise RecipeError(f"capacity: expected a mapping such as {{model: glm-5.3, gpu: h200, requests_per_s: 10}}, "
+                          f"got {type(request).__name__}")
+    target = target_of(request)
+    catalog = catalog or load_catalog(request.get("recipes"), request.get("gpu_platforms"), data_dir)
+    model, cells = _model_cells(request, catalog)
+    path = benchmarks_path(model.id, model.revision or None, data_dir, model=model)
     doc = read_yaml(path) if path.exists() else {}
     load = doc.get("workload") or {}
-    isl, osl = load.get("isl"), load.get("osl")
     published = {_key(e): e for e in doc.get("cells") or []}
-    runs = [m for m in measured if m.get("model") == model_id]
+    runs = [m for m in measured if m.get("model") == model.id]
     rows = []
     for cell in cells:
         node_gpus = int(catalog.gpus.get(cell.gpu, {}).get("gpus_per_node") or cell_gpus(cell))
         base = {"gpu": cell.gpu, "quant": cell.quant, "strategy": cell.strategy, "nodes_per_instance": cell.nodes,
                 "gpus_per_instance": cell_gpus(cell), "verified": cell.verified}
-        entry = published.get(cell.key)
-        if entry and entry.get("speed") and isl and osl:
-            row = {**base, "source": "published", "sglang": entry.get("sglang"), "latency": entry.get("latency"),
-                   "points": [dict(s) for s in entry["speed"]],
-                   **size(points_of(entry["speed"]), cell_gpus(cell), cell.nodes, node_gpus, isl, osl, target)}
-            if entry.get("simulated_accept_length"):
-                row["simulated_accept_length"] = entry["simulated_accept_length"]
-        else:
-            row = {**base, "source": "published", "status": "no published numbers", "points": [],
-                   "reason": f"cookbook revision {model.revision} publishes no speed points for this cell"}
-        rows.append(row)
-        for run in runs:
-            if _key(run.get("cell") or {}) != cell.key:
-                continue
-            host = str(run.get("host"))
-            common = {**base, "source": f"measured on {host}", "sglang": run.get("sglang"), "latency": "P50",
-                      "points": [dict(p) for p in run.get("points") or []]}
-            if (run.get("isl"), run.get("osl")) != (isl, osl):
-                rows.append({**common, "status": "other workload",
-                             "reason": f"measured at ISL {run.get('isl')} / OSL {run.get('osl')}, not the published "
-                                       f"{isl} / {osl}"})
-            elif not run.get("points"):
-                rows.append({**common, "status": "no published numbers", "reason": "the run holds no speed point"})
-            else:
-                rows.append({**common, **size(points_of(run["points"]), int(run.get("gpus") or cell_gpus(cell)),
-                                              cell.nodes, node_gpus, isl, osl, target)})
+        cell_rows = published_rows(base, published.get(cell.key), load.get("isl"), load.get("osl"), node_gpus, cell,
+                                   target, model.revision)
+        shapes = {(r["isl"], r["osl"]) for r in cell_rows if r.get("isl")} or {(load.get("isl"), load.get("osl"))}
+        rows += cell_rows + measured_rows(base, runs, shapes, node_gpus, cell, target)
     return {
-        "model": model_id, "display_name": model.display_name, "gpu": gpu or None, "quant": quant or None,
-        "cookbook_revision": model.revision or None, "benchmarks_source": doc.get("source"),
-        "workload": {"dataset": load.get("dataset"), "isl": isl, "osl": osl},
+        "model": model.id, "display_name": model.display_name, "gpu": request.get("gpu") or None,
+        "quant": request.get("quant") or None, "cookbook_revision": model.revision or None,
+        "benchmarks_source": doc.get("source"),
+        "workload": {"dataset": load.get("dataset"), "isl": load.get("isl"), "osl": load.get("osl")},
         "target": {"kind": target.kind, "value": float(target.value),
                    "ttft_ms": None if target.ttft_ms is None else float(target.ttft_ms),
                    "tpot_ms": None if target.tpot_ms is None else float(target.tpot_ms)},
@@ -284,6 +337,10 @@ def _limits(t: Mapping[str, Any]) -> str:
     parts = [f"TTFT <= {t['ttft_ms']:g} ms" if t.get("ttft_ms") is not None else "",
              f"TPOT <= {t['tpot_ms']:g} ms" if t.get("tpot_ms") is not None else ""]
     return " and ".join(p for p in parts if p) or "no latency limit"
+
+
+def _g(value: Any) -> str:
+    return "-" if value is None else f"{value:g}"
 
 
 def markdown(result: Mapping[str, Any]) -> str:
@@ -307,13 +364,15 @@ def markdown(result: Mapping[str, Any]) -> str:
         badge = "" if r["verified"] else " (unverified)"
         shape = (f"{r['gpus_per_instance']} GPU{'s' if r['gpus_per_instance'] > 1 else ''}"
                  + (f" over {r['nodes_per_instance']} nodes" if r["nodes_per_instance"] > 1 else ""))
-        head = f"| {r['gpu']} | {r['quant']} | {r['strategy']}{badge} | {r['source']} |"
+        run_at = (r.get("isl"), r.get("osl"))
+        other = f" at ISL {run_at[0]} / OSL {run_at[1]}" if run_at[0] and run_at != (w["isl"], w["osl"]) else ""
+        head = f"| {r['gpu']} | {r['quant']} | {r['strategy']}{badge} | {r['source']}{other} |"
         if r["status"] == "ok":
             per = r["instance"]["requests_per_s"] if t["kind"] == "requests_per_s" else \
                 r["instance"]["output_tokens_per_s"]
             conc = f"{r['concurrency']:g}" + (" (interpolated)" if r["interpolated"] else "")
             packing = f" ({r['instances_per_node']} per node)" if r["instances_per_node"] > 1 else ""
-            lines.append(f"{head} {conc} | {r['ttft_ms']:g} | {r['tpot_ms']:g} | {r['tok_s_per_gpu']:g} | "
+            lines.append(f"{head} {conc} | {_g(r['ttft_ms'])} | {_g(r['tpot_ms'])} | {r['tok_s_per_gpu']:g} | "
                          f"{per:g} {unit} ({shape}) | {r['instances']}{packing} | **{r['nodes']}** | {r['gpus']} |")
         else:
             lines.append(f"{head} - | - | - | - | - | - | **{r['status']}** | - |")
@@ -322,6 +381,9 @@ def markdown(result: Mapping[str, Any]) -> str:
             notes.append(f"- {r['gpu']}/{r['quant']}/{r['strategy']}: upstream pinned the speculative accept length "
                          f"(SGLANG_SIMULATE_ACC_LEN={r['simulated_accept_length']}) for these points; a real "
                          "deployment's differs.")
+    if any(r.get("isl") and (r.get("isl"), r.get("osl")) != (w["isl"], w["osl"]) for r in result["rows"]):
+        notes.append(f"- Rows `at ISL i / OSL o` ran at another workload than ISL {w['isl']} / OSL {w['osl']} (the page "
+                     "published those points so): they size the same target at their own workload.")
     if notes:
         lines += ["", *notes]
     ok = [r for r in result["rows"] if r["status"] == "ok"]

@@ -42,6 +42,53 @@ def decide(plan_site: PlanSite, inventory: dict[str, dict[str, Any]], groups: di
     batch_size, allow_outage, retry, settings. Raises UpgradeRefused (or change.ChangeError, waves.WavePlanError)."""
     target_inputs = change.masked(inventory)
     warnings: list[str] = []
+    recorded, source = _recorded(inventory, groups, saved, options, target_inputs, warnings)
+    target = change.plan_both(plan_site, target_inputs, groups, "target")
+    first = change.plan_both(plan_site, recorded, groups, "running")
+    inputs, refused = change.pick_running(first["plans"], target["plans"], node_units, recorded, target_inputs)
+    if refused:
+        raise UpgradeRefused("the nodes do not run what this upgrade would roll back to:\n"
+                             + "\n".join(f"  - {h}: {why}" for h, why in sorted(refused.items())))
+    running = first if inputs == recorded else change.plan_both(plan_site, inputs, groups, "running")
+    changes = change.diff(running, target)
+    units_t = waves.movable_units(target["plans"])
+    moving_hosts = sorted(h for h, items in changes.items() if {c["stage"] for c in items} & set(change.MOVED_STAGES))
+    moving = waves.changed_units(units_t, moving_hosts)
+    problems = _problems(running, target, changes, moving, moving_hosts)
+    if problems:
+        raise UpgradeRefused("the target cannot be reached by an upgrade:\n" + "\n".join(f"  - {p}" for p in problems))
+    routers = [h for h in moving_hosts if target["plans"][h]["role"] == "router"]
+    digest = change.digest({h: {n: t for n, (_s, t) in change.host_texts(p, target.get("monitoring")).items()}
+                            for h, p in sorted(target["plans"].items()) if p.get("role") in ("server", "router")})
+    # previous: the plan a rollback returns to (the recorded inputs; a unit half-way through is rolled back to it)
+    out: dict[str, Any] = {"target_digest": digest, "running_from": source, "changes": changes, "running": running,
+                           "previous": first, "target": target, "units": units_t, "warnings": warnings,
+                           "moving_hosts": moving_hosts}
+    open_upgrade = _open_upgrade(saved, digest, options)
+    if (open_upgrade and st.done(open_upgrade)) or (not open_upgrade and not moving and not routers):
+        out.update(status="commit" if open_upgrade else "nothing", canary=None, waves=[], routers=[], state=open_upgrade)
+        return out
+    if open_upgrade:  # the open upgrade's own list: a unit half-way through moves again, whatever its node runs
+        new_state, status = open_upgrade, "resume"
+    else:
+        new_state, status = _new_state(digest, inputs, target_inputs, target, running, moving, routers, options), "start"
+    units_by_id = {u["id"]: u for u in units_t}
+    canary = units_by_id[new_state["canary"]] if new_state["canary"] else None
+    plan = [{"units": ids, **_wave_fields(ids, units_by_id, units_t)} for ids in new_state["waves"]]
+    _refuse_outages(canary, plan, units_t, options)
+    left = set(st.pending_units(new_state))
+    out.update(status=status, state=new_state, canary=canary if canary and canary["id"] in left else None,
+               waves=[dict(w, units=[u for u in w["units"] if u in left],
+                           hosts=[h for u in w["units"] if u in left for h in units_by_id[u]["hosts"]])
+                      for w in plan if set(w["units"]) & left],
+               routers=[r for r in sorted(new_state["routers"])
+                        if new_state["routers"].get(r, {}).get("phase") != "promoted"])
+    return out
+
+
+def _recorded(inventory: dict[str, dict[str, Any]], groups: dict[str, list[str]], saved: dict[str, Any] | None,
+              options: dict[str, Any], target_inputs: dict[str, Any], warnings: list[str]) -> tuple[dict[str, Any], str]:
+    """The inputs the nodes were planned from (the state's, upgrade_from's, or the inventory's), and where from."""
     if saved:
         recorded = saved["running"]
         source = "rendered/upgrade/state.json (what the last upgrade moved the nodes to)"
@@ -54,21 +101,15 @@ def decide(plan_site: PlanSite, inventory: dict[str, dict[str, Any]], groups: di
     else:
         recorded = target_inputs
         source = "the inventory (no state and no upgrade_from: the nodes must already run it)"
-    recorded = {h: recorded.get(h, target_inputs[h]) for h in target_inputs}  # hosts new to the inventory
-    target = change.plan_both(plan_site, target_inputs, groups, "target")
-    first = change.plan_both(plan_site, recorded, groups, "running")
-    inputs, refused = change.pick_running(first["plans"], target["plans"], node_units, recorded, target_inputs)
-    if refused:
-        raise UpgradeRefused("the nodes do not run what this upgrade would roll back to:\n"
-                             + "\n".join(f"  - {h}: {why}" for h, why in sorted(refused.items())))
-    running = first if inputs == recorded else change.plan_both(plan_site, inputs, groups, "running")
-    changes = change.diff(running, target)
+    return {h: recorded.get(h, target_inputs[h]) for h in target_inputs}, source  # hosts new to the inventory
+
+
+def _problems(running: dict[str, Any], target: dict[str, Any], changes: dict[str, Any], moving: list[dict[str, Any]],
+              moving_hosts: list[str]) -> list[str]:
+    """What an upgrade cannot do: other stages, role settings, weights in place, instances or replicas reshaped."""
     problems = (change.refuse_other_stages(changes) + change.refuse_role_settings(running, target)
                 + change.refuse_weights_in_place(running, target))
-    units_t, units_r = waves.movable_units(target["plans"]), waves.movable_units(running["plans"])
-    moving_hosts = sorted(h for h, items in changes.items() if {c["stage"] for c in items} & set(change.MOVED_STAGES))
-    moving = waves.changed_units(units_t, moving_hosts)
-    shape_r = {u["id"]: u["hosts"] for u in units_r}
+    shape_r = {u["id"]: u["hosts"] for u in waves.movable_units(running["plans"])}
     reshaped = [u["id"] for u in moving if shape_r.get(u["id"]) != u["hosts"]]
     if reshaped:
         problems.append(f"the target changes which hosts form {', '.join(reshaped)} (instances, members or PD pairs); "
@@ -79,20 +120,17 @@ def decide(plan_site: PlanSite, inventory: dict[str, dict[str, Any]], groups: di
             problems.append(f"the target changes the servers {host} runs ({', '.join(before)} -> {', '.join(after)}: "
                             "sglang_replicas); upgrade.yml moves a host's servers as they are: change them with "
                             "site.yml first")
-    if problems:
-        raise UpgradeRefused("the target cannot be reached by an upgrade:\n" + "\n".join(f"  - {p}" for p in problems))
-    routers = [h for h in moving_hosts if target["plans"][h]["role"] == "router"]
-    server_units = list(moving)
-    digest = change.digest({h: {n: t for n, (_s, t) in change.host_texts(p, target.get("monitoring")).items()}
-                            for h, p in sorted(target["plans"].items()) if p.get("role") in ("server", "router")})
-    # previous: the plan a rollback returns to (the recorded inputs; a unit half-way through is rolled back to it)
-    out: dict[str, Any] = {"target_digest": digest, "running_from": source, "changes": changes, "running": running,
-                           "previous": first, "target": target, "units": units_t, "warnings": warnings,
-                           "moving_hosts": moving_hosts}
+    return problems
+
+
+def _open_upgrade(saved: dict[str, Any] | None, digest: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """The open upgrade of this very target, None when there is none; another target open, or this target rolled
+    back (without upgrade_retry), is refused."""
     open_upgrade = saved if saved and saved.get("status") == "in_progress" else None
     if open_upgrade and open_upgrade["target"] != digest:
-        pending = ", ".join(f"{u} ({saved['units'][u]['phase']})" for u in st.pending_units(saved)) or "its routers"
-        raise UpgradeRefused(f"an upgrade to another target ({saved['target']}) is open: {pending} still to move; "
+        pending = ", ".join(f"{u} ({open_upgrade['units'][u]['phase']})" for u in st.pending_units(open_upgrade)) \
+            or "its routers"
+        raise UpgradeRefused(f"an upgrade to another target ({open_upgrade['target']}) is open: {pending} still to move; "
                              "give the inventory that target again to finish it, or remove rendered/upgrade/state.json "
                              "and give upgrade_from to start over from what the nodes run")
     if saved and saved.get("status") == "rolled_back" and saved["target"] == digest and not options.get("retry"):
@@ -100,29 +138,28 @@ def decide(plan_site: PlanSite, inventory: dict[str, dict[str, Any]], groups: di
                   for u, e in saved["units"].items() if e.get("phase") == "rolled_back"]
         raise UpgradeRefused("this target was rolled back (" + "; ".join(failed) + "); fix it and change the target, "
                              "or run again with -e upgrade_retry=true")
+    return open_upgrade
+
+
+def _new_state(digest: str, inputs: dict[str, Any], target_inputs: dict[str, Any], target: dict[str, Any],
+               running: dict[str, Any], moving: list[dict[str, Any]], routers: list[str],
+               options: dict[str, Any]) -> dict[str, Any]:
+    """A new upgrade's state: the canary, the waves of the other moving units, the routers, each unit's cell."""
+    units_t = waves.movable_units(target["plans"])
+    canary = waves.choose_canary(units_t, moving, str(options.get("canary") or "")) if moving else None
+    rest = [u for u in moving if canary is None or u["id"] != canary["id"]]
+    plan = waves.plan_waves(units_t, rest, str(options.get("wave_by") or "batch"), int(options.get("batch_size") or 1))
+    state = st.new(digest, inputs, target_inputs, units_t, canary["id"] if canary else "", plan, routers,
+                   dict(options.get("settings") or {}))
     units_by_id = {u["id"]: u for u in units_t}
-    if open_upgrade:  # the open upgrade's own list: a unit half-way through moves again, whatever its node runs
-        new_state = open_upgrade
-        if st.done(new_state):
-            out.update(status="commit", canary=None, waves=[], routers=[], state=new_state)
-            return out
-        out["status"] = "resume"
-        canary = units_by_id[new_state["canary"]] if new_state["canary"] else None
-        plan = [{"units": ids, **_wave_fields(ids, units_by_id, units_t)} for ids in new_state["waves"]]
-        routers = sorted(new_state["routers"])
-    elif not server_units and not routers:
-        out.update(status="nothing", canary=None, waves=[], routers=[], state=None)
-        return out
-    else:
-        canary = waves.choose_canary(units_t, server_units, str(options.get("canary") or "")) if server_units else None
-        rest = [u for u in server_units if canary is None or u["id"] != canary["id"]]
-        plan = waves.plan_waves(units_t, rest, str(options.get("wave_by") or "batch"), int(options.get("batch_size") or 1))
-        new_state = st.new(digest, inputs, target_inputs, units_t, canary["id"] if canary else "", plan, routers,
-                           dict(options.get("settings") or {}))
-        for uid, entry in new_state["units"].items():
-            entry["cell"] = cell_of(target, running, units_by_id[uid]["heads"][0])
-        out["status"] = "start"
-    all_pools = waves.pools(units_t)
+    for uid, entry in state["units"].items():
+        entry["cell"] = cell_of(target, running, units_by_id[uid]["heads"][0])
+    return state
+
+
+def _refuse_outages(canary: dict[str, Any] | None, plan: list[dict[str, Any]], units: list[dict[str, Any]],
+                    options: dict[str, Any]) -> None:
+    all_pools = waves.pools(units)
     outages = []
     if canary and waves.outage_of([canary], all_pools):
         outages.append(f"the canary {canary['id']} is the only unit behind {', '.join(waves.outage_of([canary], all_pools))}")
@@ -131,13 +168,6 @@ def decide(plan_site: PlanSite, inventory: dict[str, dict[str, Any]], groups: di
     if outages and not options.get("allow_outage"):
         raise UpgradeRefused("moving would leave a router with no worker to send traffic to: " + "; ".join(outages)
                              + "; add an instance to that pool, or accept the outage with -e upgrade_allow_outage=true")
-    left = set(st.pending_units(new_state))
-    out.update(state=new_state, canary=canary if canary and canary["id"] in left else None,
-               waves=[dict(w, units=[u for u in w["units"] if u in left],
-                           hosts=[h for u in w["units"] if u in left for h in units_by_id[u]["hosts"]])
-                      for w in plan if set(w["units"]) & left],
-               routers=[r for r in routers if new_state["routers"].get(r, {}).get("phase") != "promoted"])
-    return out
 
 
 def _servers(plan: dict[str, Any] | None) -> list[str]:
