@@ -10,6 +10,8 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.build/collections
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 PLAYBOOKS := $(wildcard playbooks/*.yml)
+# every target that starts lab containers runs under the lab's lock: two never share the Docker daemon at once
+LOCKED := bash tests/lab/docker-lock.sh
 
 # molecule/default only answers molecule's lookup of a default scenario (its molecule.yml says why)
 ALL_SCENARIOS := $(filter-out default,$(notdir $(patsubst %/,%,$(wildcard molecule/*/))))
@@ -56,7 +58,7 @@ release: venv ## VERSION=x.y.z: galaxy.yml and execution-environment.yml to that
 	@echo "released $(VERSION): commit galaxy.yml, execution-environment.yml, changelogs/ and CHANGELOG.rst"
 
 ee: venv link ## the execution environment of execution-environment.yml, built for real (local stand-in base image; tests/ee/build.py)
-	$(BIN)/python tests/ee/build.py
+	$(LOCKED) $(BIN)/python tests/ee/build.py
 
 lint: yamllint ansible-lint changelog-lint
 changelog-lint: venv
@@ -108,10 +110,10 @@ validators: ## systemd-analyze and nft for tests/unit/test_real_validators.py (D
 	bash tests/unit/validators.sh
 
 integration: venv link lab-infra
-	$(BIN)/python -m pytest -q tests/integration --ignore=tests/integration/test_upgrade_lab.py
+	$(LOCKED) $(BIN)/python -m pytest -q tests/integration --ignore=tests/integration/test_upgrade_lab.py
 
 upgrade-lab: venv link lab-infra ## upgrade.yml's five lab scenarios (canary, rollbacks, resume, a late wave; ~21 min here, so outside `make test`)
-	$(BIN)/python -m pytest -q tests/integration/test_upgrade_lab.py
+	$(LOCKED) $(BIN)/python -m pytest -q tests/integration/test_upgrade_lab.py
 
 syntax: venv link
 	for p in $(PLAYBOOKS); do $(BIN)/ansible-playbook --syntax-check -i inventories/example $$p; done
@@ -123,26 +125,26 @@ slow: venv link ## the parser of the SGLang release that runs it over every rend
 	  $(BIN)/python -m pytest -q -s tests/slow
 
 lab-infra: ## docker engine, the debootstrap systemd image and the stand-in apt repo the scenarios use (cached)
-	bash tests/lab/setup.sh
-	bash tests/lab/build-apt-repo.sh
+	$(LOCKED) bash tests/lab/setup.sh
+	$(LOCKED) bash tests/lab/build-apt-repo.sh
 
 lab: venv link lab-infra ## a lab site (2 GPU-less nodes as a PD pair + a router) and site.yml run against it
-	$(BIN)/python tests/lab/lab.py up --name lab
-	$(BIN)/python tests/lab/lab.py converge --name lab
+	$(LOCKED) $(BIN)/python tests/lab/lab.py up --name lab
+	$(LOCKED) $(BIN)/python tests/lab/lab.py converge --name lab
 
 lab-destroy: venv ## remove everything `make lab` made (keeps the shared caches)
-	$(BIN)/python tests/lab/lab.py destroy --name lab
+	$(LOCKED) $(BIN)/python tests/lab/lab.py destroy --name lab
 
 molecule: venv link lab-infra ## CI's scenarios (CI_SCENARIOS; SCENARIOS=... picks others), full test sequence
 	@mkdir -p .cache/molecule-logs; for s in $(SCENARIOS); do echo "== molecule test -s $$s"; \
-	  PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 $(BIN)/molecule test -s $$s 2>&1 | tee .cache/molecule-logs/$$s.log \
+	  PY_COLORS=0 ANSIBLE_FORCE_COLOR=0 NO_COLOR=1 $(LOCKED) $(BIN)/molecule test -s $$s 2>&1 | tee .cache/molecule-logs/$$s.log \
 	  || { bash tests/lab/failure_summary.sh .cache/molecule-logs/$$s.log; exit 1; }; done
 
 molecule-all: ## every scenario under molecule/, one after the other
 	$(MAKE) molecule SCENARIOS="$(ALL_SCENARIOS)"
 
 bench: venv link lab-infra ## converge cost of site.yml on lab nodes, N = 1, 4, 8, 16, 32 (writes bench/)
-	$(BIN)/python bench/bench.py --sizes $${BENCH_SIZES:-1,4,8,16,32} --profiles $${BENCH_PROFILES:-tuned,docker@8} \
+	$(LOCKED) $(BIN)/python bench/bench.py --sizes $${BENCH_SIZES:-1,4,8,16,32} --profiles $${BENCH_PROFILES:-tuned,docker@8} \
 	  --render $${BENCH_RENDER:-512,2048}
 
 clean:

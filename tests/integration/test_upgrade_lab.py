@@ -17,7 +17,8 @@ The servers are TEST DOUBLES: a systemd drop-in makes each server unit start tes
 reads the unit the collection wrote and runs tests/doubles/openai_double.py on its address, reporting the release of
 the unit's venv; /etc/metalserve-test/double-rules.json says how a release behaves (slower, unhealthy). The measured
 numbers are the doubles', not SGLang's. The unit files, venvs, parser checks, router and bench_serving are real.
-Run under `flock /tmp/metalserve-docker.lock` (make integration does).
+`make upgrade-lab` runs it under the lab's lock (tests/lab/docker-lock.sh), as every target that starts lab
+containers.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 Per N: a plain lab (tests/lab/lab.py) converged by site.yml, then upgrade.yml against the same inventory three times
 with nothing to move (every node already runs the target): the wall time of each, and the first run's task count.
 The first of the three fills nothing new (site.yml cached the facts); the median is reported. Run it under
-`flock /tmp/metalserve-docker.lock`.
+the lab's lock: `bash tests/lab/docker-lock.sh .venv/bin/python tests/lab/upgrade_timing.py`.
 """
 from __future__ import annotations
 

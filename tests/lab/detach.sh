@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# detach.sh LOG COMMAND...: start COMMAND in the background, in its own session, with stdin from /dev/null, stdout and
+# stderr to LOG, and every other descriptor it would have inherited closed. A daemon started this way (dockerd, the
+# lab's registry) does not keep a caller's lock: flock(1) hands its locked descriptor to the command it runs, and a
+# daemon that inherits it holds the lock until it exits, so every later `flock` caller would wait forever.
+set -euo pipefail
+[ $# -ge 2 ] || { echo "usage: $0 LOG COMMAND..." >&2; exit 2; }
+log=$1; shift
+(
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null || true
+  done
+  exec setsid nohup "$@" </dev/null >"$log" 2>&1
+) &
