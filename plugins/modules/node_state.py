@@ -51,7 +51,8 @@ options:
   units:
     description:
       - systemd units, C({name, unit, enabled, active}); C(enabled) and C(active) are the wanted states (omit one
-        not to compare it). The unit's current C(ActiveState) and C(UnitFileState) are returned.
+        not to compare it). The unit's current C(ActiveState) and C(UnitFileState) are returned, and C(job), whether
+        a start, stop or restart of it is still queued or running.
     type: list
     elements: dict
     default: []
@@ -96,8 +97,8 @@ differ:
   elements: str
   sample: [unit, service]
 state:
-  description: What was found, per item name (files - exists, sha256, mode, owner, group; units - active, enabled;
-    commands - rc, stdout).
+  description: What was found, per item name (files - exists, sha256, mode, owner, group; units - active, enabled,
+    loaded, job; commands - rc, stdout).
   returned: always
   type: dict
 """
@@ -202,10 +203,10 @@ def _truthy(value):
 def unit_state(want, systemctl, run):
     if not systemctl:
         return {"known": False}, True
-    _rc, stdout, _err = run([systemctl, "show", want["unit"], "--property", "ActiveState,UnitFileState,LoadState"])
+    _rc, stdout, _err = run([systemctl, "show", want["unit"], "--property", "ActiveState,UnitFileState,LoadState,Job"])
     props = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
     found = {"active": props.get("ActiveState", ""), "enabled": props.get("UnitFileState", ""),
-             "loaded": props.get("LoadState", "")}
+             "loaded": props.get("LoadState", ""), "job": props.get("Job", "") not in ("", "0")}
     differs = found["loaded"] != "loaded"
     if want.get("enabled") is not None:
         differs = differs or (found["enabled"] == "enabled") != _truthy(want["enabled"])

@@ -66,8 +66,18 @@ def test_units_read_from_systemctl(tmp_path: Path) -> None:
     fake.chmod(0o755)
     state, differ = ns.probe({"units": [{"name": "up", "unit": "a.service", "enabled": True, "active": True},
                                         {"name": "want_stopped", "unit": "a.service", "active": "false"}]}, str(fake), run)
-    assert state["up"] == {"active": "active", "enabled": "enabled", "loaded": "loaded"}
+    assert state["up"] == {"active": "active", "enabled": "enabled", "loaded": "loaded", "job": False}
     assert differ == ["want_stopped"]
+
+
+def test_a_queued_job_is_reported(tmp_path: Path) -> None:
+    """systemctl show prints a unit's pending job as its id (Job=4711) and nothing or 0 without one; health.yml waits
+    on it, since a restart queued with no_block leaves the old server answering /health until its stop is done."""
+    fake = tmp_path / "systemctl"
+    fake.write_text("#!/bin/sh\nprintf 'ActiveState=active\\nUnitFileState=enabled\\nLoadState=loaded\\nJob=4711\\n'\n")
+    fake.chmod(0o755)
+    state, _differ = ns.probe({"units": [{"name": "s", "unit": "a.service"}]}, str(fake), run)
+    assert state["s"]["job"] is True
 
 
 def test_module_runs_commands_through_run_command(tmp_path: Path) -> None:
