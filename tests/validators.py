@@ -144,7 +144,9 @@ PACKAGED = ("/usr/bin/docker", "/usr/bin/dockerd", "/usr/sbin/nft", "/usr/bin/py
             "/usr/bin/prometheus", "/usr/bin/prometheus-blackbox-exporter", "/usr/bin/dcgm-exporter",
             "/usr/bin/nv-hostengine", "/usr/bin/nvidia-persistenced", "/usr/bin/nvidia-imex",
             "/usr/local/lib/metalserve/wait_healthy.py", "/usr/local/lib/metalserve/check_args.py")
-#: the units that the drop-ins extend, as their packages ship them (a minimal stand-in: the drop-in is what is read)
+#: the units that the drop-ins extend and the rendered units need, as their packages ship them (a minimal stand-in:
+#: the drop-in is what is read), put under --root where this machine lacks them (docker.io is installed later, by
+#: make lab-infra)
 BASE_UNITS = {"docker.service": "[Unit]\nDescription=Docker Application Container Engine\n[Service]\n"
                                 "ExecStart=/usr/bin/dockerd -H fd://\n[Install]\nWantedBy=multi-user.target\n",
               "nvidia-dcgm-exporter.service": "[Unit]\nDescription=NVIDIA DCGM exporter\n[Service]\n"
@@ -171,6 +173,10 @@ def systemd_verify(units: dict[str, list[tuple[str, str]]]) -> dict[str, list[st
         (root / "usr" / "lib" / "systemd").mkdir(parents=True)
         system = next(p for p in (Path("/usr/lib/systemd/system"), Path("/lib/systemd/system")) if p.is_dir())
         shutil.copytree(system, root / "usr" / "lib" / "systemd" / "system", symlinks=True)
+        for base, text in BASE_UNITS.items():  # what the nodes' packages ship, whether or not this machine has it
+            shipped = root / "usr" / "lib" / "systemd" / "system" / base
+            if not shipped.exists():
+                shipped.write_text(text)
         etc = root / "etc" / "systemd" / "system"
         etc.mkdir(parents=True)
         stubs = set(PACKAGED)
