@@ -25,8 +25,7 @@ storage:
   delete: {enabled: true}
 http: {addr: $REG}
 CFG
-  bash "$(dirname "$0")/detach.sh" "$DIR/registry.log" /usr/bin/docker-registry serve "$DIR/config.yml"
-  echo $! >"$DIR/pid"
+  bash "$(dirname "$0")/detach.sh" "$DIR/registry.log" /usr/bin/docker-registry serve "$DIR/config.yml" >"$DIR/pid"
   for _ in $(seq 1 50); do curl -fsS "http://$REG/v2/" >/dev/null 2>&1 && return; sleep 0.2; done
   echo "registry did not start; see $DIR/registry.log" >&2; exit 1
 }

@@ -36,7 +36,7 @@ fi
 if ! docker info >/dev/null 2>&1; then
   say "starting dockerd"
   # detached with the caller's descriptors closed: a caller under flock (tests/lab/docker-lock.sh) keeps its lock
-  bash "$(dirname "$0")/detach.sh" "$CACHE/dockerd.log" dockerd
+  bash "$(dirname "$0")/detach.sh" "$CACHE/dockerd.log" dockerd >/dev/null
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { tail -20 "$CACHE/dockerd.log" >&2; exit 1; }
 fi
