@@ -8,9 +8,9 @@ set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 LOG COMMAND..." >&2; exit 2; }
 log=$(realpath -m "$1"); shift
 (
-  for fd in /proc/$BASHPID/fd/*; do
+  for fd in "/proc/$BASHPID/fd/"*; do
     fd=${fd##*/}
-    [ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null || true
+    if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
   done
   exec setsid nohup "$@" </dev/null >"$log" 2>&1
 ) &

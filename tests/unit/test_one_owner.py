@@ -132,8 +132,8 @@ PROSE_KEYS = {"description", "short_description", "msg", "fail_msg", "success_ms
 NOT_HOMES = re.compile(r"(^|/)(sources\.yml|flags-[^/]*|env-[^/]*)$|^data/models/")
 #: plugins/ files not scanned, each with its reason
 _CHECKER = "the site checker reads the rendered files on its own, so that it can disagree with the planner"
-NOT_SCANNED = {f"plugins/plugin_utils/checks/{name}.py": _CHECKER for name in ("site", "readers", "views", "grammar",
-                                                                                "routing")}
+NOT_SCANNED = {f"plugins/plugin_utils/checks/{name}.py": _CHECKER
+               for name in ("site", "readers", "views", "grammar", "routing")}
 
 
 @functools.lru_cache(maxsize=1)

@@ -381,6 +381,8 @@ def _site_gpus(gpus: dict[str, Any], gpu_platforms: Any) -> dict[str, Any]:
                 raise RecipeError(f"sglang_gpu_platforms.{gpu_id}: needs '{key}' (vendor, gpus_per_node, vram_gb)")
         gpus[gpu_id] = merged_entry
     return gpus
+
+
 def gpu_platform(gpus: dict[str, Any], gpu: str) -> dict[str, Any]:
     """The platform table entry of a GPU id (data/gpus.yml plus sglang_gpu_platforms): the one refusal of a GPU the
     table does not know."""
