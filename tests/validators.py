@@ -175,7 +175,7 @@ def systemd_verify(units: dict[str, list[tuple[str, str]]]) -> dict[str, list[st
         shutil.copytree(system, root / "usr" / "lib" / "systemd" / "system", symlinks=True)
         for base, text in BASE_UNITS.items():  # what the nodes' packages ship, whether or not this machine has it
             shipped = root / "usr" / "lib" / "systemd" / "system" / base
-            if not shipped.exists():
+            if not os.path.lexists(shipped):
                 shipped.write_text(text)
         etc = root / "etc" / "systemd" / "system"
         etc.mkdir(parents=True)

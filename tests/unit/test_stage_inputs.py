@@ -375,3 +375,30 @@ def test_an_offline_rack_that_downloads_from_the_hub_is_refused() -> None:
     offline = dict(H200, sglang_env={"HF_HUB_OFFLINE": "1"})
     assert any("is offline (HF_HUB_OFFLINE=1" in p for p in problems({"n": offline})["n"])
     assert not problems({"n": dict(offline, model_weights_hf_endpoint="https://hf-mirror.site.internal")})
+
+
+# AMD's user/kernel-space compatibility matrix (A-RIOL; vendor-facts B.3): "30.10.x supports ROCm 6.2-7.2.x; 30.20.x /
+# 30.30.x support 6.3-7.2.x; the 6.4.x driver supports 6.1-7.2.x". A mirror of another release's driver that runs the
+# node's ROCm is a working node, not a mistake.
+@pytest.mark.parametrize(("driver", "release"), [("30.30.3", "7.2.4"), ("30.10.2", "7.2.4"), ("30.20.1", "7.0.2"),
+                                                 ("30.30.4", "7.1.1"), ("6.4.3", "7.2.1")])
+def test_a_driver_folder_amd_says_runs_the_release_passes(driver: str, release: str) -> None:
+    assert layouts.rocm_mirror(f"https://mirror.lan/amdgpu/{driver}/ubuntu", "amdgpu", release) is None
+
+
+def test_a_driver_folder_amd_does_not_publish_is_refused() -> None:
+    said = layouts.rocm_mirror("https://mirror.lan/amdgpu/30.40.1/ubuntu", "amdgpu", "7.2.4")
+    assert said and "amdgpu/30.30.4" in said
+
+
+def test_a_sites_own_key_with_the_repositories_rocm_64_writes_mirrored_passes() -> None:
+    """ROCm 6.4 has no graphics repository (A-RIOL rocm.list of 6.4: rocm and amdgpu only; data/amd/releases.yml
+    graphics: false), so mirrors of the two it writes are every repository the node reads."""
+    own = "0123456789ABCDEF0123456789ABCDEF01234567"
+    node = dict(MI355X, sglang_gpu="mi300x", rocm_driver_version="6.4.3", rocm_driver_repo_key_fingerprint=own,
+                rocm_driver_rocm_repo_url="https://mirror.lan/rocm/apt/{dir}",
+                rocm_driver_amdgpu_repo_url="https://mirror.lan/amdgpu/{driver}/ubuntu",
+                rocm_driver_repo_key_url="https://mirror.lan/rocm.gpg.key")
+    assert not [p for p in problems({"m": node}).get("m", []) if p.startswith("rocm_driver_repo_key_fingerprint")]
+    node["rocm_driver_version"] = "7.2.1"  # 7.x writes graphics/<dir> too, left at AMD's
+    assert [p for p in problems({"m": node})["m"] if p.startswith("rocm_driver_repo_key_fingerprint")]

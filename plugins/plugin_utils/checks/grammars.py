@@ -181,4 +181,7 @@ def ip_address(value: Any) -> str | None:
         ipaddress.ip_address(str(value).strip())
         return None
     except ValueError:
-        return f"{str(value)!r} is a host name, not an IP address"
+        text = str(value).strip()
+        if "/" in text or re.fullmatch(r"[\d.]+:\d+", text):
+            return f"{text!r} is an address with a prefix or a port, not an IP address alone"
+        return f"{text!r} is a host name, not an IP address"

@@ -50,6 +50,19 @@ def _numbers() -> dict[str, str]:
     return out
 
 
+def _minor(version: str) -> tuple[int, ...]:
+    return tuple(int(n) for n in version.split(".")[:2])
+
+
+def driver_runs(folder: str, release: str) -> bool:
+    """Whether the amdgpu driver of `folder` (a driver folder AMD publishes: 30.30.3, 6.4.3) runs ROCm `release`'s
+    userspace, by AMD's compatibility matrix (data/amd/releases.yml driver_runs)."""
+    if folder not in {str(spec["driver"]) for spec in rp.data("releases")["releases"].values()}:
+        return False
+    span = rp.data("releases").get("driver_runs", {}).get(".".join(folder.split(".")[:2]))
+    return bool(span) and _minor(span[0]) <= _minor(release) <= _minor(span[1])
+
+
 def _tree_at(segments: list[str], tree: str) -> int | None:
     """The index just after a tree's path (rocm/apt -> the segment after apt) in a URL's path, or None."""
     parts = tree.split("/")
@@ -80,7 +93,7 @@ def rocm_mirror(url: str, kind: str, release: str) -> str | None:
         if at is None or at >= len(segments) or segments[at] == wanted:
             continue
         found = segments[at]
-        if not re.fullmatch(r"\d+(\.\d+)+", found):
+        if not re.fullmatch(r"\d+(\.\d+)+", found) or (kind == "amdgpu" and driver_runs(found, release)):
             continue
         what = _numbers().get(found, "another release's folder")
         placeholder = "{driver}" if kind == "amdgpu" else "{dir}"

@@ -187,7 +187,11 @@ def own_fingerprint(h: Host, role: str, s: dict[str, Any]) -> Iterator[str]:
     if role == "nvidia_driver":
         vendors = [] if s["nvidia_driver_repo_base_url"] else ["CUDA repository (nvidia_driver_repo_base_url is empty)"]
     else:
-        vendors = [f"{kind} repository ({var} is empty)" for kind, var in ROCM_URLS.items() if not s[var]]
+        settings = h.stage("driver").get("settings") or {}
+        release = str(settings.get("release") or settings.get("requested") or "")
+        graphics = (rp.data("releases")["releases"].get(release) or {}).get("graphics", True)
+        vendors = [f"{kind} repository ({var} is empty)" for kind, var in ROCM_URLS.items()
+                   if not s[var] and (kind != "graphics" or graphics)]  # ROCm 6.4 writes no graphics repository
     if vendors and truthy(s[f"{role}_repo_manage"]):  # a site that provides the repositories checks no key here
         yield (f"{h.var(name)}: {value} is not {vendor}'s key, but {h.name} installs from {vendor}'s own "
                f"{'; '.join(vendors)}, which {vendor} signs with its own key: the key check or apt refuses it. Point "

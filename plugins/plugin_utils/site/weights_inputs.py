@@ -16,12 +16,12 @@ import posixpath
 from collections import defaultdict
 from typing import Any, Iterator
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import node
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import grammars
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import origin
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.origin import Host, truthy
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, placement, replicas, stages
 
-HUB = "huggingface.co"
 #: the environment that tells huggingface_hub and transformers to make no call to the Hub (their docs: HF_HUB_OFFLINE,
 #: TRANSFORMERS_OFFLINE)
 OFFLINE_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
@@ -98,7 +98,8 @@ def offline_hub(h: Host, settings: dict[str, Any]) -> Iterator[str]:
     if settings.get("source") != "hf" or (settings.get("fanout_leader") not in ("", None, h.name)):
         return
     endpoint = str(settings.get("hf_endpoint") or "")
-    if endpoint and HUB not in endpoint:
+    hub = str(node.get("endpoints.hub"))
+    if endpoint and hub.split("://", 1)[-1].rstrip("/") not in endpoint:
         return
     env = h.plan.get("env") or {}
     offline = [f"{origin.named('sglang_install_offline', h.name, h.hostvars, h.groups)} true"] \
@@ -109,7 +110,7 @@ def offline_hub(h: Host, settings: dict[str, Any]) -> Iterator[str]:
         shown = origin.named("model_weights_source", h.name, h.hostvars, h.groups) if h.given("model_weights_source") \
             else "model_weights_source (auto: hf, as the server loads a folder)"
         yield (f"{shown}: {h.name} is offline ({'; '.join(offline)}), yet its weights would download from "
-               f"https://{HUB}. Stage them from inside the site: model_weights_source: copy (a shared mount) or "
+               f"{hub}. Stage them from inside the site: model_weights_source: copy (a shared mount) or "
                "rsync (a cache host), or a Hub mirror in model_weights_hf_endpoint")
 
 
@@ -132,7 +133,7 @@ def expected_gpus(h: Host) -> Iterator[str]:
         if value and value < used:
             yield (f"{h.var(name)}: {value}, but {h.name}'s servers use {used} GPUs (--tp-size and nodes of its cell): "
                    f"a node showing {value} would pass and then fail to serve. Set {used}" +
-                   (f" to {have}" if have > used else "") + (", or 0 for the plan's count" if name.startswith("node") else ""))
+                   (f" (up to {have})" if have > used else "") + (", or 0 for the plan's count" if name.startswith("node") else ""))
         elif have and value > have:
             yield (f"{h.var(name)}: {value}, but a {h.platform()['id']} node has {have} GPUs (data/gpus.yml): every "
                    f"healthy node would be refused. Set {have}" + (" or 0" if name.startswith("node") else ""))
@@ -206,4 +207,4 @@ def fanout_port(leader: str, plan: dict[str, Any], hostvars: dict[str, dict[str,
         return []
     return [(leader, f"{origin.named('model_weights_fanout_port', leader, hostvars, groups)}: {port} is taken on "
                      f"{leader}, the fan-out's leader, by {taken[port]}: its rsync daemon could not bind while that "
-                     "runs. Pick a free port (the default is 8730)")]
+                     "runs. Pick a port nothing else on it listens on")]
