@@ -297,7 +297,7 @@ def build_lacks(image: str, vendor: str, gpu: Optional[str], platform: dict[str,
         first = ((vendors().get("nvidia") or {}).get("cuda_for_arch") or {}).get(capability)
         if first and _version(built) < _version(str(first)):
             return (f"CUDA {built}, which builds no code for compute capability {capability} (sm_"
-                    f"{capability.replace('.', '')}; CUDA {first} is the first release that does)")
+                    f"{capability.replace('.', '')}; SGLang's images carry it from their CUDA {first} build)")
         return ""
     support = rocm_support().get("support") or {}
     series = sorted(support, key=_version)
