@@ -402,3 +402,30 @@ def test_a_sites_own_key_with_the_repositories_rocm_64_writes_mirrored_passes() 
     assert not [p for p in problems({"m": node}).get("m", []) if p.startswith("rocm_driver_repo_key_fingerprint")]
     node["rocm_driver_version"] = "7.2.1"  # 7.x writes graphics/<dir> too, left at AMD's
     assert [p for p in problems({"m": node})["m"] if p.startswith("rocm_driver_repo_key_fingerprint")]
+
+
+def test_a_router_whose_servers_are_refused_for_their_stages_waits_for_them() -> None:
+    """The servers' own mistake is theirs; their router names them once, not each URL it would send to (a refused
+    server renders no files, so every URL would read as a server the site does not have)."""
+    bad = dict(H200, nvidia_driver_repo_base_url="mirror.lan/cuda/repos")
+    hosts = {"s1": dict(bad, ansible_host="10.0.0.1"), "s2": dict(bad, ansible_host="10.0.0.2"),
+             "lb": {"sglang_role": "router", "sglang_router_workers_group": "rack", "ansible_host": "10.0.0.9"}}
+    found = problems(hosts, {"rack": ["s1", "s2"]})
+    assert all(any(p.startswith("nvidia_driver_repo_base_url") for p in found[h]) for h in ("s1", "s2")), found
+    assert found["lb"] == ["sglang_router_workers_group: rack (on router lb) holds servers that cannot be planned: "
+                           "s1, s2 (their problems are listed under their names); the router is planned once they are"]
+
+
+def test_a_router_key_its_servers_do_not_have_is_refused() -> None:
+    """sglang_api_key reaches SGLang's --api-key on the servers only (roles/sglang_server: a --config file); a key on
+    the router's group alone protects nothing, and a second key makes the servers answer the router's clients 401."""
+    servers = {"s1": dict(H200, ansible_host="10.0.0.1"), "s2": dict(H200, ansible_host="10.0.0.2")}
+    router = {"sglang_role": "router", "sglang_router_workers_group": "rack", "ansible_host": "10.0.0.9",
+              "sglang_api_key": "sk-router-only-0001"}
+    found = problems({**servers, "lb": router}, {"rack": ["s1", "s2"]})
+    assert any("router lb has an API key, but its servers s1, s2 (group rack) have none" in p for p in found["lb"]), found
+    assert all("sk-router-only-0001" not in p for ps in found.values() for p in ps)
+    keyed = {h: dict(v, sglang_api_key="sk-servers-0002") for h, v in servers.items()}
+    found = problems({**keyed, "lb": router}, {"rack": ["s1", "s2"]})
+    assert any("API key differs from the one of its servers s1, s2" in p for p in found["lb"]), found
+    assert not problems({**keyed, "lb": dict(router, sglang_api_key="sk-servers-0002")}, {"rack": ["s1", "s2"]})

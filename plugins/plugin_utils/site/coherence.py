@@ -10,6 +10,7 @@ changes. Pure.
 from __future__ import annotations
 
 import functools
+import re
 from collections import defaultdict
 from typing import Any, Iterator
 
@@ -17,7 +18,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import cl
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import flag_table_doc, load_catalog
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.sizing import memory
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, placement, replicas
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import monitoring, origin, placement, replicas
 
 Problem = tuple[str, str]
 #: argv values that differ between members by construction
@@ -127,6 +128,15 @@ def _ports_of(plan: dict[str, Any]) -> Iterator[tuple[int, str]]:
         yield rec["dist_port"], f"rendezvous port of {host} (sglang_dist_port, --dist-init-addr)"
 
 
+def port_variables(items: list[tuple[int, list[str]]]) -> str:
+    """The variables that set the clashing ports, as the owners name them ('... (sglang_router_metrics_port)'); a
+    server's flag without one is moved by sglang_port or sglang_extra_args."""
+    named = [v for _port, owners in items for o in owners for v in re.findall(r"\b((?:sglang|monitoring)_[a-z_]+)", o)]
+    flags = any(o.startswith("--") for _port, owners in items for o in owners)
+    return ", ".join(dict.fromkeys(named + (["sglang_extra_args", "sglang_port"] if flags else []))) \
+        or "sglang_extra_args, sglang_port"
+
+
 def machines(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]) -> Iterator[Problem]:
     """Hosts that are one machine (same ansible_host): distinct ports, and GPUs enough for all of them."""
     by_machine: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -150,7 +160,7 @@ def machines(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any
             if len(hosts) == 1:
                 what = "; ".join(f"{port} twice ({' and '.join(o.rsplit(' of ', 1)[0] for o in owners)})"
                                  for port, owners in items)
-                yield hosts[0], f"ports: {hosts[0]} opens {what}; move one (sglang_extra_args, sglang_port)"
+                yield hosts[0], f"ports: {hosts[0]} opens {what}; move one ({port_variables(items)})"
                 continue
             first = items[0][1]
             for host in hosts:
@@ -239,7 +249,33 @@ def site_problems(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str
     problems += list(instances(plans, hostvars, errors))
     problems += list(machines(plans, hostvars))
     problems += list(node_stacks(plans, errors))
+    problems += list(router_keys(plans, hostvars, groups))
     return problems
+
+
+def router_keys(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]],
+                groups: dict[str, list[str]]) -> Iterator[Problem]:
+    """A router's sglang_api_key against its servers': the collection gives the key to the servers (SGLang's
+    --api-key, through a --config file) and the clients (verify.yml, upgrade.yml) send the router's, so a key set on
+    the router alone leaves every server open, and a key other than the servers' gets 401 from them. Never the key."""
+    for host, plan in plans.items():
+        key = (hostvars.get(host) or {}).get("sglang_api_key") if plan.get("role") == "router" else None
+        if not key:
+            continue
+        group = str(placement.placement_value(hostvars[host], "sglang_router_workers_group") or "")
+        servers = [w for w in groups.get(group, []) if (plans.get(w) or {}).get("role") == "server"]
+        keyless = [w for w in servers if not (hostvars.get(w) or {}).get("sglang_api_key")]
+        other = [w for w in servers if w not in keyless and hostvars[w]["sglang_api_key"] != key]
+        where = origin.named("sglang_api_key", host, hostvars, groups)
+        if keyless:
+            yield host, (f"{where}: router {host} has an API key, but its servers {', '.join(keyless)} (group "
+                         f"{group}) have none: the collection gives the key to the servers, not to the router, so "
+                         "clients reach every server without it. Set sglang_api_key where the servers read it as well "
+                         f"(the group_vars of {group} or all)")
+        if other:
+            yield host, (f"{where}: router {host}'s API key differs from the one of its servers {', '.join(other)}; "
+                         "verify.yml and upgrade.yml send the router's key and those servers answer 401. Give the "
+                         "router and its servers one key")
 
 
 def two_racks(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> Iterator[Problem]:

@@ -17,7 +17,7 @@ import functools
 import ipaddress
 import re
 import shlex
-from typing import Any
+from typing import Any, Iterator
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import node
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
@@ -540,6 +540,25 @@ def _router_install(host: str, hv: HostVars) -> tuple[dict[str, Any], str]:
     return runtime.install_spec(hv, method, release, image), method
 
 
+def unplanned_workers(router: str, group: str, broken: list[str]) -> str:
+    """A router waits for the servers of its group that cannot be planned; their problems are theirs."""
+    return (f"sglang_router_workers_group: {group} (on router {router}) holds servers that cannot be planned: "
+            f"{', '.join(broken)} (their problems are listed under their names); the router is planned once they are")
+
+
+def waiting_routers(plans: dict[str, dict[str, Any]], hostvars: dict[str, HostVars], groups: dict[str, list[str]],
+                    errors: dict[str, list[str]]) -> Iterator[tuple[str, str]]:
+    """Routers placed before their servers were refused (the stages' inputs, the site's coherence): they wait as
+    placement makes them wait, instead of naming URLs no planned server serves."""
+    for host, plan in plans.items():
+        if plan.get("role") != "router" or host in errors:
+            continue
+        group = placement_value(hostvars.get(host) or {}, "sglang_router_workers_group")
+        broken = sorted(w for w in groups.get(str(group or ""), []) if w in errors)
+        if broken:
+            yield host, unplanned_workers(host, str(group), broken)
+
+
 def _router_pool(host: str, hv: HostVars, hostvars: dict[str, HostVars], groups: dict[str, list[str]],
                  servers: dict[str, dict[str, Any]], errors: dict[str, list[str]]) -> tuple[Any, ...]:
     """(group, heads, serving instances, mode) of the servers a router fronts. A server of the group that cannot be
@@ -559,9 +578,7 @@ def _router_pool(host: str, hv: HostVars, hostvars: dict[str, HostVars], groups:
                           "group holds only servers")
     broken = [w for w in members if w not in servers and w in errors]
     if broken:
-        raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) holds servers that cannot be "
-                          f"planned: {', '.join(broken)} (their problems are listed under their names); the router is "
-                          "planned once they are")
+        raise RecipeError(unplanned_workers(host, group, broken))
     heads = [servers[w] for w in members if w in servers and servers[w]["rank"] == 0]
     if not heads:
         raise RecipeError(f"sglang_router_workers_group: {group} (on router {host}) has no servers")

@@ -82,6 +82,8 @@ def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
         errors.setdefault(host, []).append(message)
     for host, message in coherence.site_problems(plans, hostvars, groups, errors):
         errors.setdefault(host, []).append(message)
+    for host, message in list(placement.waiting_routers(plans, hostvars, groups, errors)):
+        errors.setdefault(host, []).append(message)
     for host, plan in plans.items():
         if host in errors or plan["role"] == "none":
             continue
