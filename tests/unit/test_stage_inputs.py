@@ -429,3 +429,24 @@ def test_a_router_key_its_servers_do_not_have_is_refused() -> None:
     found = problems({**keyed, "lb": router}, {"rack": ["s1", "s2"]})
     assert any("API key differs from the one of its servers s1, s2" in p for p in found["lb"]), found
     assert not problems({**keyed, "lb": dict(router, sglang_api_key="sk-servers-0002")}, {"rack": ["s1", "s2"]})
+
+
+# huggingface_hub/constants.py: HUGGINGFACE_CO_URL_TEMPLATE = ENDPOINT + "/{repo_id}/resolve/{revision}/{filename}":
+# the URL a node fetches is the endpoint joined with the repo's own path
+HF_TEMPLATE = "{endpoint}/{repo_id}/resolve/{revision}/{filename}"
+
+
+@pytest.mark.parametrize("endpoint", ["https://hf-mirror.lan", "https://hf-mirror.lan/hf", "http://10.0.0.5:8080/hub/",
+                                      "https://hf-mirror.lan/zai-org/GLM-5.3",
+                                      "https://hf-mirror.lan/hf/zai-org/GLM-5.3/resolve/main",
+                                      "https://hf-mirror.lan/api/models/zai-org/GLM-5.3"])
+def test_a_hub_endpoint_is_refused_when_the_url_huggingface_hub_builds_doubles_the_repo(endpoint: str) -> None:
+    repo = "zai-org/GLM-5.3"
+    fetched = HF_TEMPLATE.format(endpoint=endpoint.rstrip("/"), repo_id=repo, revision="main", filename="config.json")
+    doubled = fetched.count(repo) > 1 or "/resolve/" in fetched.split(repo, 1)[0] or "/api/" in fetched
+    said = grammars.hub_endpoint(endpoint, repo)
+    assert (said is not None) == doubled, (endpoint, fetched, said)
+    if said:
+        root = said.rsplit("give the Hub's root, ", 1)[1]
+        again = HF_TEMPLATE.format(endpoint=root, repo_id=repo, revision="main", filename="config.json")
+        assert again.count(repo) == 1 and grammars.hub_endpoint(root, repo) is None

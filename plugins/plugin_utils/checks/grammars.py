@@ -81,6 +81,32 @@ def http_url(value: Any) -> str | None:
     return None
 
 
+def hub_endpoint(value: Any, repo: str) -> str | None:
+    """Why a Hub endpoint (HF_ENDPOINT) would not serve `repo` (None: it would). huggingface_hub appends the repo
+    itself ({endpoint}/{repo_id}/resolve/{revision}/{file}, {endpoint}/api/models/{repo_id}), so an endpoint that
+    already holds the repo, or one of those routes, asks for a doubled path every server answers 404."""
+    why = http_url(value)
+    if why:
+        return why
+    text = str(value).strip()
+    path = urlsplit(text).path.rstrip("/")
+    segments = [s for s in path.split("/") if s]
+    routes = [i for i, s in enumerate(segments) if s in ("resolve", "api")]
+    held = bool(repo) and f"/{repo.strip('/').lower()}" in f"{path.lower()}/"
+    if held or routes:
+        cut = segments[:routes[0]] if routes else segments
+        if held:
+            parts = repo.strip("/").split("/")
+            for i in range(len(cut) - len(parts) + 1):
+                if [s.lower() for s in cut[i:i + len(parts)]] == [s.lower() for s in parts]:
+                    cut = cut[:i]
+                    break
+        root = urlsplit(text)._replace(path="/" + "/".join(cut) if cut else "", query="", fragment="").geturl()
+        return (f"{text!r} holds a repository's path; huggingface_hub appends /{repo or '<repo>'}/resolve/... to the "
+                f"endpoint itself, so every download would ask for it twice: give the Hub's root, {root}")
+    return None
+
+
 def rsync_source(value: Any) -> dict[str, str] | None:
     """The remote source rsync makes of a value, or None when rsync reads it as a local path (or nothing).
 

@@ -500,6 +500,23 @@ def _backends(node: Node, svc: Service, other: str) -> Iterable[Problem]:
                      f"{(node.vendor or '').upper()})")
         yield node.host, (f"{svc.name} runs {occ.option} {occ.value}, which only {other.upper()} GPUs have; "
                           f"{node.host} is {_hardware(node)}{hint}")
+    yield from _attention_arch(node, svc)
+
+
+def _attention_arch(node: Node, svc: Service) -> Iterable[Problem]:
+    """An attention backend SGLang refuses to create on the node's compute capability (vendors.yml attention_majors)."""
+    majors = (_vendors().get(node.vendor or "") or {}).get("attention_majors") or {}
+    capability = str(node.platform.get("compute_capability") or "")
+    if svc.parsed is None or svc.table is None or not majors or not capability:
+        return
+    for occ in svc.parsed.occurrences:
+        dest = svc.table.dest(occ.option) if occ.option in svc.table.flags else ""
+        takes = majors.get(str(occ.value))
+        if dest.endswith("attention_backend") and takes and int(capability.split(".")[0]) not in takes:
+            yield node.host, (f"{svc.name} runs {occ.option} {occ.value}, which SGLang creates only on compute "
+                              f"capability {' or '.join(f'{m}.x' for m in takes)} (attention_registry.py); "
+                              f"{node.host}'s {node.gpu} is {capability}: drop {occ.written} from sglang_extra_args "
+                              "and let the cookbook cell's backend run")
 
 
 # --- entry points -----------------------------------------------------------------------------------------------------

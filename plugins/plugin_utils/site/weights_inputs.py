@@ -43,7 +43,7 @@ def weights_sources(h: Host) -> Iterator[str]:
     source = str(settings.get("source") or s["model_weights_source"])
     target = _norm(settings.get("dir") or stages.weights_dir(h.plan, h.hv))
     if h.given("model_weights_hf_endpoint"):
-        why = grammars.http_url(h.hv["model_weights_hf_endpoint"])
+        why = grammars.hub_endpoint(h.hv["model_weights_hf_endpoint"], str(settings.get("repo") or ""))
         if why:
             yield f"{h.var('model_weights_hf_endpoint')}: {why} (huggingface_hub joins HF_ENDPOINT and the file's path)"
     if source == "rsync" and s["model_weights_rsync_source"]:
