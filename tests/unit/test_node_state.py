@@ -71,8 +71,9 @@ def test_units_read_from_systemctl(tmp_path: Path) -> None:
 
 
 def test_a_queued_job_is_reported(tmp_path: Path) -> None:
-    """systemctl show prints a unit's pending job as its id (Job=4711) and nothing or 0 without one; health.yml waits
-    on it, since a restart queued with no_block leaves the old server answering /health until its stop is done."""
+    """systemctl show prints a unit's pending job as its id (Job=4711) and no Job line without one (systemctl-show.c);
+    health.yml waits on it, since a restart queued with no_block leaves the old server answering /health until its stop
+    is done."""
     fake = tmp_path / "systemctl"
     fake.write_text("#!/bin/sh\nprintf 'ActiveState=active\\nUnitFileState=enabled\\nLoadState=loaded\\nJob=4711\\n'\n")
     fake.chmod(0o755)
