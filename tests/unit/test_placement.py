@@ -5,6 +5,7 @@ import copy
 
 import pytest
 
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import host_plan, plan_site
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 
@@ -168,13 +169,19 @@ def test_unknown_sglang_variables_are_refused() -> None:
 
 
 def test_a_retired_variable_says_what_replaced_it() -> None:
-    """Retired in this minor release (data/variables.yml, galaxy.yml's version): a warning naming its replacement."""
+    """Retired in 0.2.0 (data/variables.yml): a warning naming its replacement through 0.2.x, refused from 0.3.0, by
+    galaxy.yml's version."""
     hostvars, groups = site()
     hostvars["p1"]["sglang_install_version"] = "0.5.17"
     planned = plan_site(hostvars, groups)
-    assert "p1" not in planned["errors"]
-    assert any(w.startswith("sglang_install_version is retired in 0.2.0 and ignored: the uv venv now holds the release "
-                            "the plan renders the command for") for w in planned["plans"]["p1"]["warnings"])
+    replaced = "the uv venv now holds the release the plan renders the command for"
+    if tuple(int(p) for p in variables.collection_version().split(".")[:2]) <= (0, 2):
+        assert "p1" not in planned["errors"]
+        assert any(w.startswith(f"sglang_install_version is retired in 0.2.0 and ignored: {replaced}")
+                   for w in planned["plans"]["p1"]["warnings"])
+    else:
+        assert any(e.startswith(f"sglang_install_version is retired (since 0.2.0): {replaced}")
+                   for e in planned["errors"]["p1"]), planned["errors"]
 
 
 def test_hosts_with_role_none_are_left_out() -> None:
