@@ -19,7 +19,6 @@ goes to ansible-runner's ssh_key (an ssh-agent in the job) and its user to -u.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import stat
@@ -140,6 +139,16 @@ def inject(cred_type: dict[str, Any], inputs: dict[str, Any], private: Path) -> 
     return env, args
 
 
+def job_stdout(artifacts: Path) -> str:
+    """The job's output as AWX shows it: the worker's stdout file when its artifacts came back, else the `stdout`
+    of its events in their order."""
+    if (artifacts / "stdout").is_file():
+        return (artifacts / "stdout").read_text(errors="replace")
+    events = sorted((artifacts / "job_events").glob("*.json"), key=lambda p: int(p.name.split("-", 1)[0]))
+    lines = (json.loads(p.read_text()).get("stdout") or "" for p in events)
+    return "\n".join(line for line in lines if line)
+
+
 def run_in_ee(private: Path, image: str, playbook: str, data: dict[str, Any], extravars: dict[str, Any],
               cmdline: list[str], env: dict[str, str], ssh_key: str | None = None,
               docker_args: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -150,21 +159,31 @@ def run_in_ee(private: Path, image: str, playbook: str, data: dict[str, Any], ex
     import ansible_runner  # noqa: PLC0415 - a test dependency (requirements/test.txt)
 
     write_script(data, private / "inventory" / "hosts")
-    stream = io.BytesIO()
-    ansible_runner.run(private_data_dir=str(private), playbook=playbook, extravars=extravars, envvars=env,
-                       cmdline=" ".join(cmdline) or None, ssh_key=ssh_key, streamer="transmit", _output=stream,
-                       ident="job")
+    # real files, not BytesIO: ansible-runner's streaming reads the stream's name (utils/streaming.py)
+    with open(private.parent / f"{private.name}.transmit", "w+b") as stream:
+        ansible_runner.run(private_data_dir=str(private), playbook=playbook, extravars=extravars, envvars=env,
+                           cmdline=" ".join(cmdline) or None, ssh_key=ssh_key, streamer="transmit", _output=stream,
+                           ident="job")
+        stream.seek(0)
+        transmitted = stream.read()
     work = private.parent / f"{private.name}-worker"
     work.mkdir()
     os.chown(work, 1000, 0)
     started = time.monotonic()
     worker = subprocess.run(["docker", "run", "--rm", "-i", "--user", "1000", "-v", f"{work}:/runner", *docker_args,
                              image, "ansible-runner", "worker", "--private-data-dir=/runner"],
-                            input=stream.getvalue(), capture_output=True, check=False)
+                            input=transmitted, capture_output=True, check=False)
     seconds = round(time.monotonic() - started)
     done = private.parent / f"{private.name}-processed"
-    runner = ansible_runner.run(private_data_dir=str(done), streamer="process", _input=io.BytesIO(worker.stdout),
-                                quiet=True, ident="job")
-    stdout = runner.stdout.read() if runner.stdout else ""
-    return {"rc": runner.rc, "status": runner.status, "stdout": stdout, "seconds": seconds, "worker": work,
+    results = private.parent / f"{private.name}.worker-out"
+    results.write_bytes(worker.stdout)
+    with open(results, "rb") as incoming:
+        runner = ansible_runner.run(private_data_dir=str(done), streamer="process", _input=incoming, quiet=True,
+                                    ident="job")
+    artifacts = done / "artifacts" / "job"
+    stdout = job_stdout(artifacts)
+    # the worker's artifacts come back whole (its rc file among them); the processor's own rc stays None
+    rc_file = artifacts / "rc"
+    rc = runner.rc if runner.rc is not None else (int(rc_file.read_text().strip()) if rc_file.is_file() else None)
+    return {"rc": rc, "status": runner.status, "stdout": stdout, "seconds": seconds, "worker": work,
             "stderr": worker.stderr.decode(errors="replace")[-3000:], "hosts": sorted(data["_meta"]["hostvars"])}

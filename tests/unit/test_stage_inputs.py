@@ -450,3 +450,12 @@ def test_a_hub_endpoint_is_refused_when_the_url_huggingface_hub_builds_doubles_t
         root = said.rsplit("give the Hub's root, ", 1)[1]
         again = HF_TEMPLATE.format(endpoint=root, repo_id=repo, revision="main", filename="config.json")
         assert again.count(repo) == 1 and grammars.hub_endpoint(root, repo) is None
+
+
+def test_a_secret_in_sglang_env_is_named_once() -> None:
+    """Found in an operator's trial: HF_TOKEN=hf_... in sglang_env was refused twice, by its name and by its value."""
+    found = problems({"n": dict(H200, sglang_env={"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwxyz012345"})})["n"]
+    assert [p for p in found if "HF_TOKEN" in p] == [
+        "sglang_env: HF_TOKEN looks like a secret; sglang_env is rendered into the plan and shown in diffs. Put it in "
+        "sglang_hf_token (vault it), which reaches only the 0600 environment file"], found
+    assert all("hf_abcdefghijklmnop" not in p for p in found)

@@ -16,7 +16,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils import backends
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import argv, cli
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import (
     Catalog, Cell, Model, checkpoint_of, flag_table, flag_table_doc, managed)
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_kind
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_env_name, secret_kind
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.selection import coerce
@@ -746,7 +746,8 @@ def check_env(env: dict[str, Any]) -> None:
     """sglang_env ends up in the plan, rendered/ and --diff: no secret-shaped value (secret-named variables are refused
     by input_checks.check_env)."""
     for key, value in env.items():
-        check_secret_value(value, f"sglang_env.{key}")
+        if not secret_env_name(key):  # a secret-named one is refused once, by its name (input_checks.check_env)
+            check_secret_value(value, f"sglang_env.{key}")
 
 
 def apply_listen(b: Build) -> Build:
