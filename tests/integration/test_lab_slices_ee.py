@@ -151,10 +151,11 @@ def test_render_in_the_ee_writes_the_projects_rendered(site: dict, image: dict, 
     ee_rendered = result["worker"] / "project" / "rendered"
     assert (ee_rendered / "PLAN.md").is_file() and (ee_rendered / "plan.json").is_file()
     assert ee_rendered.stat().st_uid == 1000
-    # the same inventory and credentials rendered on the controller (no fact cache on either side)
+    # the same inventory and credentials rendered on the controller (no fact cache on either side), from a folder
+    # named as ansible-runner names the job's (PLAN.md names the inventory's folder)
     here = tmp_path / "controller"
-    awx.write_script(data, here / "hosts")
-    proc = lab.run_ansible(["ansible-playbook", "-i", str(here / "hosts"), "playbooks/render.yml", "-e",
+    awx.write_script(data, here / "inventory" / "hosts")
+    proc = lab.run_ansible(["ansible-playbook", "-i", str(here / "inventory" / "hosts"), "playbooks/render.yml", "-e",
                             f"sglang_render_dir={here / 'rendered'}", "-e", json.dumps(lab_site.SECRETS)],
                            quiet=True, extra_env={"ANSIBLE_CACHE_PLUGIN": "memory"})
     assert proc.returncode == 0

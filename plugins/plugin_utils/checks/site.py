@@ -73,11 +73,6 @@ PD_SHAPE_FLAGS = routing.PD_SHAPE_FLAGS
 
 
 @functools.lru_cache(maxsize=1)
-def _vendors() -> dict[str, Any]:
-    return yaml_read.safe_load((DATA / "sglang" / "vendors.yml").read_text(encoding="utf-8"))
-
-
-@functools.lru_cache(maxsize=1)
 def _ports() -> dict[str, Any]:
     return yaml_read.safe_load((DATA / "sglang" / "ports.yml").read_text(encoding="utf-8"))
 
@@ -435,7 +430,7 @@ def _own_wheels(node: Node, svc: Service) -> bool:
 
 
 def check_vendor(node: Node) -> Iterable[Problem]:
-    vendors = _vendors()
+    vendors = grammar.vendors()
     if node.vendor not in vendors:
         return
     other = "amd" if node.vendor == "nvidia" else "nvidia"
@@ -505,7 +500,7 @@ def _backends(node: Node, svc: Service, other: str) -> Iterable[Problem]:
 
 def _attention_arch(node: Node, svc: Service) -> Iterable[Problem]:
     """An attention backend SGLang refuses to create on the node's compute capability (vendors.yml attention_majors)."""
-    majors = (_vendors().get(node.vendor or "") or {}).get("attention_majors") or {}
+    majors = (grammar.vendors().get(node.vendor or "") or {}).get("attention_majors") or {}
     capability = str(node.platform.get("compute_capability") or "")
     if svc.parsed is None or svc.table is None or not majors or not capability:
         return
