@@ -130,7 +130,8 @@ def test_a_likely_typo_of_a_role_variable_is_named_with_what_was_meant() -> None
     # plan's to judge
     verdict = variables.retired_verdict("nvidia_driver_gpu")
     retired = {"nvidia_driver": [verdict[1]]} if verdict and verdict[0] == "error" else {}
-    assert found == {**retired,
+    assert found == {
+        **retired,
         "model_weights": ["model_weight_source is not a variable of this collection; did you mean model_weights_source?",
                           "model_weights_revison is not a variable of model_weights (the collection owns the "
                           "model_weights_ prefix); did you mean model_weights_revision?"],

@@ -59,8 +59,8 @@ def running(pid: int, argv0: str) -> bool:
     return False
 
 
-def test_a_daemon_started_through_detach_leaves_the_lock_free(env: dict[str, str], daemons: list[int],
-                                                               tmp_path: Path) -> None:
+def test_a_daemon_started_through_detach_leaves_the_lock_free(
+        env: dict[str, str], daemons: list[int], tmp_path: Path) -> None:
     done = subprocess.run([*LOCK, "bash", str(LAB / "detach.sh"), str(tmp_path / "d.log"), "sleep", "60"], env=env,
                           capture_output=True, text=True, check=True, timeout=30)
     pid = int(done.stdout)

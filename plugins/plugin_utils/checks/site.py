@@ -507,7 +507,7 @@ def _attention_arch(node: Node, svc: Service) -> Iterable[Problem]:
     for occ in svc.parsed.occurrences:
         dest = svc.table.dest(occ.option) if occ.option in svc.table.flags else ""
         takes = majors.get(str(occ.value))
-        if dest.endswith("attention_backend") and takes and int(capability.split(".")[0]) not in takes:
+        if dest.endswith("attention_backend") and takes and int(capability.split(".", maxsplit=1)[0]) not in takes:
             yield node.host, (f"{svc.name} runs {occ.option} {occ.value}, which SGLang creates only on compute "
                               f"capability {' or '.join(f'{m}.x' for m in takes)} (attention_registry.py); "
                               f"{node.host}'s {node.gpu} is {capability}: drop {occ.written} from sglang_extra_args "

@@ -25,8 +25,8 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import si
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import secret_shapes
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError, messages_of
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import (coherence, monitoring, placement, readers,
-                                                                      stage_inputs, stages, units)
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import (
+    coherence, monitoring, placement, readers, stage_inputs, stages, units)
 
 
 def check_pd_has_router(plan: dict[str, Any], routers: dict[str, dict[str, Any]], meant: set[str]) -> None:
