@@ -35,12 +35,21 @@ def _depends_on(plans: dict[str, Any], hosts: list[str]) -> set[str]:
     return out
 
 
+def applied(task_vars: dict[str, Any]) -> dict[str, frozenset[str]]:
+    """The roles this play applies to its hosts ({role: hosts}): a role used on its own reads its variables there,
+    whatever site.yml runs it on (the unread-variable check takes them as read)."""
+    hosts = frozenset(str(h) for h in task_vars.get("ansible_play_hosts_all") or [])
+    return {str(r).rsplit(".", 1)[-1]: hosts for r in task_vars.get("ansible_play_role_names") or []}
+
+
 def _plan(hostvars: dict[str, Any], groups: dict[str, list[str]], wanted: list[str], broken: dict[str, list[str]],
-          variable_errors: dict[str, Any], origins: Any = None) -> tuple[dict[str, Any], dict[str, list[str]]]:
+          variable_errors: dict[str, Any], origins: Any = None,
+          roles: dict[str, frozenset[str]] | None = None) -> tuple[dict[str, Any], dict[str, list[str]]]:
     """The site's plan, and every host's problems: the plan's, and the variables refused while they were read (a host
-    planned without one is refused, whatever the plan made of it). `origins`: who set each variable (the inventory)."""
+    planned without one is refused, whatever the plan made of it). `origins`: who set each variable (the inventory);
+    `roles`: the roles the play applies itself (applied())."""
     try:
-        site = site_plan.plan_site(hostvars, groups, origins)
+        site = site_plan.plan_site(hostvars, groups, origins, roles)
     except Exception as exc:  # noqa: BLE001 - with refused variables the plan may not get far; say both
         if not variable_errors and not broken:
             raise
@@ -89,7 +98,7 @@ class ActionModule(ActionBase):
         if target and partial:
             return self._apply(result, target, partial, hostvars, groups, wanted, broken, variable_errors, task_vars)
         site, errors = _plan(hostvars, groups, wanted, broken, variable_errors,
-                             inventory_vars.variable_origins(task_vars["hostvars"], inventory))
+                             inventory_vars.variable_origins(task_vars["hostvars"], inventory), applied(task_vars))
         plans = site["plans"]
         involved = _depends_on(plans, wanted)
         here = {h: m for h, m in errors.items() if h in involved}

@@ -69,10 +69,12 @@ def roles_of(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
 
 
 def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
-              origins: Optional[dict[str, dict[str, list[str]]]] = None) -> dict[str, Any]:
+              origins: Optional[dict[str, dict[str, list[str]]]] = None,
+              applied: Optional[dict[str, frozenset[str]]] = None) -> dict[str, Any]:
     """Every host's plan, made once: {plans: {host: plan}, errors: {host: [message, ...]}, monitoring: {...}}.
     `origins`: where each host's variables were set ({host: {variable: [group or "host <name>", ...]}}, from the
-    inventory's sources: inventory_vars.variable_origins); without it they are inferred from the values."""
+    inventory's sources: inventory_vars.variable_origins); without it they are inferred from the values. `applied`:
+    roles a play applies itself ({role: hosts}), which read their variables on those hosts whatever site.yml does."""
     errors: dict[str, list[str]] = {}
     plans = place(hostvars, groups, errors)  # servers, then the routers that read them
     monitoring.attach(plans, hostvars, groups, errors)  # exporters and their ports, before the site checks
@@ -94,7 +96,7 @@ def plan_site(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
     site_monitoring = monitor(plans, hostvars, groups, errors)
     judge(plans, site_monitoring, hostvars, errors)
     # last: a variable nothing reads is a mistake of its own, and must not keep the checker from judging its host
-    check_unread(plans, hostvars, groups, origins, errors)
+    check_unread(plans, hostvars, groups, origins, errors, applied)
     return {"plans": plans, "errors": {h: _unique(m) for h, m in sorted(errors.items())}, "monitoring": site_monitoring}
 
 
@@ -161,13 +163,15 @@ def judge(plans: dict[str, dict[str, Any]], site_monitoring: dict[str, Any], hos
 
 
 def check_unread(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
-                 origins: Optional[dict[str, dict[str, list[str]]]], errors: dict[str, list[str]]) -> None:
+                 origins: Optional[dict[str, dict[str, list[str]]]], errors: dict[str, list[str]],
+                 applied: Optional[dict[str, frozenset[str]]] = None) -> None:
     """Variables the inventory sets where nothing reads them (site/readers.py): refusals and warnings. A variable
     another check already named on that host is not said twice."""
     if not plans:
         return
     site_host, _settings = monitoring.site_settings(hostvars, groups)
-    for host, level, message in readers.unread_variables(plans, hostvars, groups, origins, site_host, monitoring.GROUP):
+    for host, level, message in readers.unread_variables(plans, hostvars, groups, origins, site_host, monitoring.GROUP,
+                                                         applied or {}):
         name = message.split(":", 1)[0]
         if any(name in said for said in errors.get(host, [])):
             continue
