@@ -36,10 +36,12 @@ def _depends_on(plans: dict[str, Any], hosts: list[str]) -> set[str]:
 
 
 def applied(task_vars: dict[str, Any]) -> dict[str, frozenset[str]]:
-    """The roles this play applies to its hosts ({role: hosts}): a role used on its own reads its variables there,
-    whatever site.yml runs it on (the unread-variable check takes them as read)."""
+    """The roles this play applies to its hosts ({role: hosts}): a role used on its own may run where site.yml never
+    runs it, so the unread-variable check says its variables there as a warning. preflight is left out: a role
+    includes its plan entry point, which adds it to the play's roles without applying it."""
     hosts = frozenset(str(h) for h in task_vars.get("ansible_play_hosts_all") or [])
-    return {str(r).rsplit(".", 1)[-1]: hosts for r in task_vars.get("ansible_play_role_names") or []}
+    names = (str(r).rsplit(".", 1)[-1] for r in task_vars.get("ansible_play_role_names") or [])
+    return {name: hosts for name in names if name != "preflight"}
 
 
 def _plan(hostvars: dict[str, Any], groups: dict[str, list[str]], wanted: list[str], broken: dict[str, list[str]],

@@ -166,6 +166,7 @@ def run_in_ee(private: Path, image: str, playbook: str, data: dict[str, Any], ex
                            ident="job")
         stream.seek(0)
         transmitted = stream.read()
+    os.unlink(stream.name)  # it holds the job's key and credentials
     work = private.parent / f"{private.name}-worker"
     work.mkdir()
     os.chown(work, 1000, 0)
@@ -180,6 +181,7 @@ def run_in_ee(private: Path, image: str, playbook: str, data: dict[str, Any], ex
     with open(results, "rb") as incoming:
         runner = ansible_runner.run(private_data_dir=str(done), streamer="process", _input=incoming, quiet=True,
                                     ident="job")
+    results.unlink()
     artifacts = done / "artifacts" / "job"
     stdout = job_stdout(artifacts)
     # the worker's artifacts come back whole (its rc file among them); the processor's own rc stays None

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import urllib.request
+from urllib.parse import urlsplit
 from pathlib import Path
 from typing import Any
 
@@ -429,6 +430,12 @@ def test_a_router_key_its_servers_do_not_have_is_refused() -> None:
     found = problems({**keyed, "lb": router}, {"rack": ["s1", "s2"]})
     assert any("API key differs from the one of its servers s1, s2" in p for p in found["lb"]), found
     assert not problems({**keyed, "lb": dict(router, sglang_api_key="sk-servers-0002")}, {"rack": ["s1", "s2"]})
+    # roles/sglang_server: sglang_server_api_key (default sglang_api_key) is the key a server takes
+    own = {h: dict(v, sglang_server_api_key="sk-router-only-0001") for h, v in servers.items()}
+    assert not problems({**own, "lb": router}, {"rack": ["s1", "s2"]})
+    assert all(p["api_key"] for h, p in site_plan.plan_site({**own, "lb": router},
+                                                            {"all": ["s1", "s2", "lb"], "rack": ["s1", "s2"]})
+               ["plans"].items() if h != "lb")
 
 
 # huggingface_hub/constants.py: HUGGINGFACE_CO_URL_TEMPLATE = ENDPOINT + "/{repo_id}/resolve/{revision}/{filename}":
@@ -436,20 +443,33 @@ def test_a_router_key_its_servers_do_not_have_is_refused() -> None:
 HF_TEMPLATE = "{endpoint}/{repo_id}/resolve/{revision}/{filename}"
 
 
-@pytest.mark.parametrize("endpoint", ["https://hf-mirror.lan", "https://hf-mirror.lan/hf", "http://10.0.0.5:8080/hub/",
-                                      "https://hf-mirror.lan/zai-org/GLM-5.3",
-                                      "https://hf-mirror.lan/hf/zai-org/GLM-5.3/resolve/main",
-                                      "https://hf-mirror.lan/api/models/zai-org/GLM-5.3"])
+def repo_runs(url: str, repo: str) -> int:
+    """How often the repo id stands as whole path segments in a URL (the request huggingface_hub makes)."""
+    path, want = [s for s in urlsplit(url).path.split("/") if s], repo.split("/")
+    return sum(path[i:i + len(want)] == want for i in range(len(path) - len(want) + 1))
+
+
+@pytest.mark.parametrize("endpoint", [
+    "https://hf-mirror.lan", "https://hf-mirror.lan/hf", "http://10.0.0.5:8080/hub/", "https://hf-mirror.com",
+    # JFrog Artifactory's documented HF_ENDPOINT: https://<jpd>/artifactory/api/huggingfaceml/<repo-key>
+    "https://jpd.example/artifactory/api/huggingfaceml/hf-remote",
+    "https://mirror.lan/zai-org/GLM-5.3-snapshots",
+    "https://hf-mirror.lan/zai-org/GLM-5.3", "https://hf-mirror.lan/hf/zai-org/GLM-5.3/resolve/main",
+    "https://hf-mirror.lan/api/models/zai-org/GLM-5.3"])
 def test_a_hub_endpoint_is_refused_when_the_url_huggingface_hub_builds_doubles_the_repo(endpoint: str) -> None:
     repo = "zai-org/GLM-5.3"
     fetched = HF_TEMPLATE.format(endpoint=endpoint.rstrip("/"), repo_id=repo, revision="main", filename="config.json")
-    doubled = fetched.count(repo) > 1 or "/resolve/" in fetched.split(repo, 1)[0] or "/api/" in fetched
     said = grammars.hub_endpoint(endpoint, repo)
-    assert (said is not None) == doubled, (endpoint, fetched, said)
+    assert (said is not None) == (repo_runs(fetched, repo) > 1), (endpoint, fetched, said)
     if said:
         root = said.rsplit("give the Hub's root, ", 1)[1]
         again = HF_TEMPLATE.format(endpoint=root, repo_id=repo, revision="main", filename="config.json")
-        assert again.count(repo) == 1 and grammars.hub_endpoint(root, repo) is None
+        assert repo_runs(again, repo) == 1 and grammars.hub_endpoint(root, repo) is None
+
+
+def test_a_hub_endpoints_credentials_stay_out_of_the_message() -> None:
+    said = grammars.hub_endpoint("https://svc:Pa55word@mirror.lan/hf/zai-org/GLM-5.3?token=abc", "zai-org/GLM-5.3")
+    assert said and "Pa55word" not in said and "abc" not in said and said.endswith("https://mirror.lan/hf")
 
 
 def test_a_secret_in_sglang_env_is_named_once() -> None:
@@ -459,3 +479,9 @@ def test_a_secret_in_sglang_env_is_named_once() -> None:
         "sglang_env: HF_TOKEN looks like a secret; sglang_env is rendered into the plan and shown in diffs. Put it in "
         "sglang_hf_token (vault it), which reaches only the 0600 environment file"], found
     assert all("hf_abcdefghijklmnop" not in p for p in found)
+
+
+def test_every_secret_named_entry_of_sglang_env_is_named() -> None:
+    found = problems({"n": dict(H200, sglang_env={"HF_TOKEN": "x1", "WANDB_API_KEY": "x2"})})["n"]
+    assert any(p.startswith("sglang_env: HF_TOKEN looks like a secret") for p in found), found
+    assert any(p.startswith("sglang_env: WANDB_API_KEY looks like a secret") for p in found), found

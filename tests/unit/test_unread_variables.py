@@ -192,9 +192,9 @@ def test_the_sources_of_each_variable_are_the_inventorys_own_files(name: str) ->
     assert {h: {k: set(v) for k, v in d.items()} for h, d in found.items()} == expected
 
 
-def test_a_role_a_play_applies_itself_reads_its_variables_there() -> None:
-    """site.yml runs node_acceptance on servers, so on a host with sglang_role: none its variables are unread; a play
-    that applies the role to that host itself (a role used on its own: ansible_play_role_names) reads them."""
+def test_a_role_a_play_applies_itself_turns_the_refusal_into_a_warning() -> None:
+    """site.yml runs node_acceptance on servers, so on a host with sglang_role: none its variables are unread: refused;
+    a play that applies the role to that host itself (ansible_play_role_names) hears it as a warning."""
     hostvars = {"idle": {"sglang_role": "none", "node_acceptance_replay": {"node": "/tmp/node.json"}}}
     groups = {"all": ["idle"]}
     origins = {"idle": {"node_acceptance_replay": ["host idle"]}}
@@ -202,3 +202,5 @@ def test_a_role_a_play_applies_itself_reads_its_variables_there() -> None:
     assert any(m.startswith("node_acceptance_replay: set by the host_vars of idle") for m in refused.get("idle", []))
     applied = plan_site(copy.deepcopy(hostvars), groups, origins, {"node_acceptance": frozenset({"idle"})})
     assert "idle" not in applied["errors"], applied["errors"]
+    assert any(w.startswith("node_acceptance_replay: set by the host_vars of idle")
+               for w in applied["plans"]["idle"]["warnings"])

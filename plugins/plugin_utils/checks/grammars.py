@@ -83,28 +83,28 @@ def http_url(value: Any) -> str | None:
 
 def hub_endpoint(value: Any, repo: str) -> str | None:
     """Why a Hub endpoint (HF_ENDPOINT) would not serve `repo` (None: it would). huggingface_hub appends the repo
-    itself ({endpoint}/{repo_id}/resolve/{revision}/{file}, {endpoint}/api/models/{repo_id}), so an endpoint that
-    already holds the repo, or one of those routes, asks for a doubled path every server answers 404."""
+    itself ({endpoint}/{repo_id}/resolve/{revision}/{file}, {endpoint}/api/models/{repo_id}), so an endpoint whose path
+    already holds the repo's own segments asks for a doubled path every server answers 404. Other paths are a
+    mirror's own (https://mirror/hf, JFrog's /artifactory/api/huggingfaceml/<key>). Shown without credentials."""
     why = http_url(value)
     if why:
         return why
     text = str(value).strip()
-    path = urlsplit(text).path.rstrip("/")
-    segments = [s for s in path.split("/") if s]
-    routes = [i for i, s in enumerate(segments) if s in ("resolve", "api")]
-    held = bool(repo) and f"/{repo.strip('/').lower()}" in f"{path.lower()}/"
-    if held or routes:
-        cut = segments[:routes[0]] if routes else segments
-        if held:
-            parts = repo.strip("/").split("/")
-            for i in range(len(cut) - len(parts) + 1):
-                if [s.lower() for s in cut[i:i + len(parts)]] == [s.lower() for s in parts]:
-                    cut = cut[:i]
-                    break
-        root = urlsplit(text)._replace(path="/" + "/".join(cut) if cut else "", query="", fragment="").geturl()
-        return (f"{text!r} holds a repository's path; huggingface_hub appends /{repo or '<repo>'}/resolve/... to the "
-                f"endpoint itself, so every download would ask for it twice: give the Hub's root, {root}")
-    return None
+    parts = urlsplit(text)
+    segments = [s for s in parts.path.split("/") if s]
+    wanted = [s.lower() for s in repo.strip("/").split("/") if s]
+    lowered = [s.lower() for s in segments]
+    at = next((i for i in range(len(lowered) - len(wanted) + 1) if wanted and lowered[i:i + len(wanted)] == wanted),
+              None)
+    if at is None:
+        return None
+    cut = segments[:at]
+    if [s.lower() for s in cut[-2:]] == ["api", "models"]:
+        cut = cut[:-2]
+    shown = parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1], query="", fragment="")
+    root = shown._replace(path="/" + "/".join(cut) if cut else "").geturl()
+    return (f"{shown.geturl()!r} holds the path of {repo}; huggingface_hub appends /{repo}/resolve/... to the "
+            f"endpoint itself, so every download would ask for it twice: give the Hub's root, {root}")
 
 
 def rsync_source(value: Any) -> dict[str, str] | None:

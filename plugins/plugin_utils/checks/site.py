@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -498,16 +499,20 @@ def _backends(node: Node, svc: Service, other: str) -> Iterable[Problem]:
     yield from _attention_arch(node, svc)
 
 
+#: the flags whose backend SGLang creates through attention_registry.py (the vision encoder's is another code path)
+ATTENTION_DESTS = frozenset(("attention_backend", "prefill_attention_backend", "decode_attention_backend"))
+
+
 def _attention_arch(node: Node, svc: Service) -> Iterable[Problem]:
     """An attention backend SGLang refuses to create on the node's compute capability (vendors.yml attention_majors)."""
     majors = (grammar.vendors().get(node.vendor or "") or {}).get("attention_majors") or {}
     capability = str(node.platform.get("compute_capability") or "")
-    if svc.parsed is None or svc.table is None or not majors or not capability:
-        return
+    if svc.parsed is None or svc.table is None or not majors or not re.fullmatch(r"\d+\.\d+", capability):
+        return  # a site's own platform without a major.minor capability is not judged
     for occ in svc.parsed.occurrences:
         dest = svc.table.dest(occ.option) if occ.option in svc.table.flags else ""
         takes = majors.get(str(occ.value))
-        if dest.endswith("attention_backend") and takes and int(capability.split(".", maxsplit=1)[0]) not in takes:
+        if dest in ATTENTION_DESTS and takes and int(capability.split(".", maxsplit=1)[0]) not in takes:
             yield node.host, (f"{svc.name} runs {occ.option} {occ.value}, which SGLang creates only on compute "
                               f"capability {' or '.join(f'{m}.x' for m in takes)} (attention_registry.py); "
                               f"{node.host}'s {node.gpu} is {capability}: drop {occ.written} from sglang_extra_args "

@@ -10,7 +10,7 @@ import ipaddress
 import re
 from typing import Any
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError, RecipeErrors
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.releases import at_least
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.secret_shapes import secret_env_name
 
@@ -26,18 +26,23 @@ def check_install_method(sel: dict[str, Any]) -> None:
 
 
 def check_env(sel: dict[str, Any]) -> None:
+    """Every secret-named entry of sglang_env, each named once (knobs.check_env leaves their values to this)."""
+    found = []
     for name in sel.get("env") or {}:
-        if secret_env_name(name):
-            home = SECRET_HOME.get(str(name).upper())
-            if home:
-                raise RecipeError(f"sglang_env: {name} looks like a secret; sglang_env is rendered into the plan and "
-                                  f"shown in diffs. Put it in {home} (vault it), which reaches only the 0600 "
-                                  "environment file")
-            raise RecipeError(f"sglang_env: {name} looks like a secret; sglang_env is rendered into the plan and shown "
-                              "in diffs. The collection carries two secrets itself, the Hugging Face token "
-                              "(sglang_hf_token) and the server's API key (sglang_api_key); any other stays out of "
-                              "the inventory's plain values: write it on the node in a 0600 file of your own and "
-                              "add it with a systemd drop-in (EnvironmentFile=) for the serving unit")
+        if not secret_env_name(name):
+            continue
+        home = SECRET_HOME.get(str(name).upper())
+        if home:
+            found.append(f"sglang_env: {name} looks like a secret; sglang_env is rendered into the plan and shown in "
+                         f"diffs. Put it in {home} (vault it), which reaches only the 0600 environment file")
+        else:
+            found.append(f"sglang_env: {name} looks like a secret; sglang_env is rendered into the plan and shown in "
+                         "diffs. The collection carries two secrets itself, the Hugging Face token (sglang_hf_token) "
+                         "and the server's API key (sglang_api_key); any other stays out of the inventory's plain "
+                         "values: write it on the node in a 0600 file of your own and add it with a systemd drop-in "
+                         "(EnvironmentFile=) for the serving unit")
+    if found:
+        raise RecipeErrors(found)
 
 
 def _looks_relative(path: str) -> bool:

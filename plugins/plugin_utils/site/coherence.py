@@ -131,7 +131,8 @@ def _ports_of(plan: dict[str, Any]) -> Iterator[tuple[int, str]]:
 def port_variables(items: list[tuple[int, list[str]]]) -> str:
     """The variables that set the clashing ports, as the owners name them ('... (sglang_router_metrics_port)'); a
     server's flag without one is moved by sglang_port or sglang_extra_args."""
-    named = [v for _port, owners in items for o in owners for v in re.findall(r"\b((?:sglang|monitoring)_[a-z_]+)", o)]
+    named = [v for _port, owners in items for o in owners for group in re.findall(r"\(([^()]*)\)", o)
+             for v in group.split(", ") if re.fullmatch(r"(?:sglang|monitoring)_[a-z_]+", v)]
     flags = any(o.startswith("--") for _port, owners in items for o in owners)
     return ", ".join(dict.fromkeys(named + (["sglang_extra_args", "sglang_port"] if flags else []))) \
         or "sglang_extra_args, sglang_port"
@@ -264,13 +265,14 @@ def router_keys(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, 
             continue
         group = str(placement.placement_value(hostvars[host], "sglang_router_workers_group") or "")
         servers = [w for w in groups.get(group, []) if (plans.get(w) or {}).get("role") == "server"]
-        keyless = [w for w in servers if not (hostvars.get(w) or {}).get("sglang_api_key")]
-        other = [w for w in servers if w not in keyless and hostvars[w]["sglang_api_key"] != key]
+        keyless = [w for w in servers if not placement.server_key(hostvars.get(w) or {})]
+        other = [w for w in servers if w not in keyless and placement.server_key(hostvars[w]) != key]
         where = origin.named("sglang_api_key", host, hostvars, groups)
         if keyless:
             yield host, (f"{where}: router {host} has an API key, but its servers {', '.join(keyless)} (group "
                          f"{group}) have none: the collection gives the key to the servers, not to the router, so "
-                         "clients reach every server without it. Set sglang_api_key where the servers read it as well "
+                         "clients reach every server without it. Set sglang_api_key (or sglang_server_api_key) where "
+                         "the servers read it as well "
                          f"(the group_vars of {group} or all)")
         if other:
             yield host, (f"{where}: router {host}'s API key differs from the one of its servers {', '.join(other)}; "

@@ -363,7 +363,7 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
         "argv": argv,
         "env": env,
         "secret_env": secret_env,
-        "api_key": bool(hv.get("sglang_api_key")),
+        "api_key": bool(server_key(hv)),
         "install_method": install["method"],
         "install": install,
         "settings": settings,
@@ -538,6 +538,11 @@ def _router_install(host: str, hv: HostVars) -> tuple[dict[str, Any], str]:
     release = str(hv.get("sglang_version") or catalog.versions["pinned"]).lstrip("v")
     image = hv.get("sglang_image") or catalog.router.get("image")
     return runtime.install_spec(hv, method, release, image), method
+
+
+def server_key(hv: HostVars) -> Any:
+    """The API key a server takes: sglang_server_api_key, which defaults to sglang_api_key (roles/sglang_server)."""
+    return hv.get("sglang_server_api_key") or hv.get("sglang_api_key")
 
 
 def unplanned_workers(router: str, group: str, broken: list[str]) -> str:

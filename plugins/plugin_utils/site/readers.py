@@ -188,15 +188,6 @@ def reads(name: str, plan: Mapping[str, Any], kinds: frozenset[str], stages: Sta
 Verdict = tuple[str, str, str]  # (host, "error" or "warning", message)
 
 
-def read_here(name: str, host: str, plan: Mapping[str, Any], kinds: frozenset[str], stages: Stages,
-              applied: Mapping[str, frozenset[str]]) -> Optional[bool]:
-    """reads(), and True where the play applies the variable's role to the host itself (a role used on its own)."""
-    found = variable_readers().get(name)
-    if found is not None and host in applied.get(found[0], ()):
-        return True
-    return reads(name, plan, kinds, stages)
-
-
 def unread_variables(plans: Mapping[str, Mapping[str, Any]], hostvars: Mapping[str, Mapping[str, Any]],
                      groups: Mapping[str, list[str]], origins: Optional[Mapping[str, Mapping[str, list[str]]]],
                      site_host: str, monitoring_group: str = "monitoring",
@@ -204,7 +195,8 @@ def unread_variables(plans: Mapping[str, Mapping[str, Any]], hostvars: Mapping[s
     """Every variable an inventory sets on a planned host that nothing reads there, judged per source (see the
     module's docstring). Without `origins` the sources are inferred from the values (inferred_origins), and a value
     that a host which reads the variable holds too is taken for the site's default (never reported). `applied`: the
-    roles the running play applies itself, {role: hosts}: they read their variables there."""
+    roles the running play applies itself, {role: hosts}: there a refusal becomes a warning (the play may apply the
+    role where site.yml never would, as molecule does; site.yml and render.yml still refuse it)."""
     monitors = set(groups.get(monitoring_group, []))
     stages = Stages()
     kinds = {h: host_kinds(p, monitors, site_host) for h, p in plans.items()}
@@ -212,8 +204,7 @@ def unread_variables(plans: Mapping[str, Mapping[str, Any]], hostvars: Mapping[s
     if origins is None:
         origins = inferred_origins(hostvars, groups, {n for h in plans for n in hostvars.get(h, {})
                                                       if n in variable_readers()})
-    verdicts = {(h, n): read_here(n, h, p, kinds[h], stages, applied or {})
-                for h, p in plans.items() for n in (origins.get(h) or {})}
+    verdicts = {(h, n): reads(n, p, kinds[h], stages) for h, p in plans.items() for n in (origins.get(h) or {})}
     shared = {(n, repr(hostvars[h].get(n))) for (h, n), v in verdicts.items() if v} if inferred else set()
     readers: dict[tuple[str, str], list[str]] = {}  # (variable, source) -> hosts that read it
     unread: dict[tuple[str, str], list[str]] = {}   # (variable, source) -> hosts that do not
@@ -230,10 +221,12 @@ def unread_variables(plans: Mapping[str, Mapping[str, Any]], hostvars: Mapping[s
             continue
         if name not in would:
             would[name] = sorted(h for h, p in plans.items() if reads(name, p, kinds[h], stages))
+        role = variable_readers()[name][0]
         for host in hosts:
             role_from = (origins.get(host) or {}).get("sglang_role") or []
-            out.append((host, level, unread_text(name, source, host, plans[host], would[name],
-                                                 readers.get((name, source), []), site_host, role_from)))
+            here = "warning" if level == "error" and host in (applied or {}).get(role, ()) else level
+            out.append((host, here, unread_text(name, source, host, plans[host], would[name],
+                                                readers.get((name, source), []), site_host, role_from)))
     return out
 
 
