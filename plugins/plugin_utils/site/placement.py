@@ -302,17 +302,11 @@ def rdma_present(hv: HostVars, networked: bool) -> bool:
     return bool(present) if present is not None else networked
 
 
-def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> dict[str, Any]:
-    hv = hostvars[host]
-    resolved: list[dict[str, Any]] = []
-    selection = selection_of(hv)
-    if not hv.get("sglang_gpu") and selection.get("gpu"):
-        resolved.append(runtime.resolved("sglang_gpu", selection["gpu"], f"gpu_facts on {host}", True))
-    elif not selection.get("gpu"):
-        raise RecipeError(f"sglang_gpu: not set for {host} and its GPUs are not detected yet; set sglang_gpu "
-                          "(h200, b200, b300, gb300, mi300x, mi325x, mi355x) or run site.yml, whose first play "
-                          "detects them (gpu_facts)")
-    mistakes = Mistakes()  # every mistake of the host's own variables at once, not the first
+def _server_parts(host: str, hv: HostVars, groups: dict[str, list[str]], selection: dict[str, Any],
+                  resolved: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """A server's recipe build and recipe, fabric, instance members and name, install and settings: every mistake of the host's
+    own variables at once, not the first (RecipeErrors)."""
+    mistakes = Mistakes()
     found = mistakes.attempt(fabric_for, host, hv, selection)
     selection, fabric = found if found else (selection, {"resolved": None, "env": {}, "warnings": []})
     if fabric["resolved"]:
@@ -332,6 +326,20 @@ def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list
     settings = mistakes.attempt(runtime.server_settings, hv, instance or "check", install, rec["vendor"]) \
         if install else None
     mistakes.raise_any()
+    return b, rec, fabric, members, instance, install, settings
+
+
+def server_plan(host: str, hostvars: dict[str, HostVars], groups: dict[str, list[str]]) -> dict[str, Any]:
+    hv = hostvars[host]
+    resolved: list[dict[str, Any]] = []
+    selection = selection_of(hv)
+    if not hv.get("sglang_gpu") and selection.get("gpu"):
+        resolved.append(runtime.resolved("sglang_gpu", selection["gpu"], f"gpu_facts on {host}", True))
+    elif not selection.get("gpu"):
+        raise RecipeError(f"sglang_gpu: not set for {host} and its GPUs are not detected yet; set sglang_gpu "
+                          "(h200, b200, b300, gb300, mi300x, mi325x, mi355x) or run site.yml, whose first play "
+                          "detects them (gpu_facts)")
+    b, rec, fabric, members, instance, install, settings = _server_parts(host, hv, groups, selection, resolved)
     if len(members) > 1:
         members = order_by_pinned_rank(members, hostvars)
     rank = members.index(host)
