@@ -112,7 +112,7 @@ validators: ## systemd-analyze and nft for tests/unit/test_real_validators.py (D
 integration: venv link lab-infra
 	$(LOCKED) $(BIN)/python -m pytest -q tests/integration --ignore=tests/integration/test_upgrade_lab.py
 
-upgrade-lab: venv link lab-infra ## upgrade.yml's five lab scenarios (canary, rollbacks, resume, a late wave; ~21 min here, so outside `make test`)
+upgrade-lab: venv link lab-infra ## upgrade.yml's lab scenarios: uv (canary, rollbacks, resume, a late wave, replicas, PD) and docker (each node its own daemon); ~60 min here, so outside `make test`
 	$(LOCKED) $(BIN)/python -m pytest -q tests/integration/test_upgrade_lab.py
 
 syntax: venv link

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from itertools import chain
+import signal
 import socket
+import sys
 import threading
 import time
+from itertools import chain
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -226,6 +228,9 @@ def main() -> None:
     if cfg.api_key_file:
         with open(cfg.api_key_file, encoding="utf-8") as handle:
             Double.key = handle.read().strip()
+    # SIGTERM ends it, as it ends SGLang's server (uvicorn's handler): in a container the double is PID 1, and the
+    # kernel ignores a signal PID 1 has no handler for, so `docker stop` would wait out its timeout
+    signal.signal(signal.SIGTERM, lambda _sig, _frame: sys.exit(0))
     server = ThreadingHTTPServer((cfg.host, cfg.port), Double)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

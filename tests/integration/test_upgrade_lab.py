@@ -12,6 +12,10 @@ uv installs of the real SGLang 0.5.13.post1 and 0.5.23 venvs), reused by every s
      the router is not moved, and the run fails naming the wave's unit.
 After each: what runs on every node - the unit's ExecStart (venv and argv), the `current` symlink, the release the
 running process serves, its PID (unchanged where nothing moved) - and the router's unit.
+Then labs of their own: 6. hosts of two replicas; 7. a PD pair; and docker installs (the docker shape: two docker
+servers, each with a Docker daemon of its own, and a uv server): d1. a new image and a new release promoted through the
+canary and two waves on that mixed site; d2. a slower image rolled back after the canary to exactly the image ID the
+container ran before; d3. an image whose server never answers /health rolled back.
 
 The servers are TEST DOUBLES: a systemd drop-in makes each server unit start tests/doubles/sglang_unit_double.py, which
 reads the unit the collection wrote and runs tests/doubles/openai_double.py on its address, reporting the release of
@@ -68,6 +72,8 @@ class Lab:
         self.hosts = lab.containers(name)
         self.servers = [h for h in self.hosts if "node" in h]
         self.router = next(h for h in self.hosts if h.endswith("router"))
+        groups = yaml.safe_load(inv.read_text())["all"]["children"]
+        self.docker_servers = sorted((groups.get("docker_servers") or {}).get("hosts") or {})
         self.dir = workdir / "rendered" / "upgrade"
         self.timings: dict[str, float] = {}
 
@@ -138,17 +144,21 @@ def expect_release(node: dict[str, Any], release: str) -> None:
     assert node["serves"] == release and node["active"] == "active", node
 
 
-def build(name: str, servers: int, shape: str, units: list[str], tmp: Path, **group_vars: Any) -> Lab:
-    """A lab of `servers` nodes and a router at OLD, each server unit in `units` run by the TEST DOUBLE (a drop-in),
-    converged by site.yml; the first converge's time lands in timings."""
+def build(name: str, servers: int, shape: str, units: list[str], tmp: Path, docker_image: str = "",
+          **group_vars: Any) -> Lab:
+    """A lab of `servers` nodes and a router at OLD, each server unit in `units` of a uv server run by the TEST DOUBLE
+    (a drop-in; the docker shape's docker servers run `docker_image`, a stand-in image, as their units say), converged
+    by site.yml; the first converge's time lands in timings."""
     lab.destroy(name)
     inv = lab.up(name, servers, shape, {"sglang_version": OLD})
     the = Lab(inv, tmp, name)
     the.set_vars("servers", sglang_server_start=True, sglang_server_health_timeout=20, sglang_server_timeout_start=60,
                  **group_vars)
+    if docker_image:
+        the.set_vars("docker_servers", sglang_image=docker_image)
     for host in the.servers:  # the TEST DOUBLE in place of `sglang serve`, and a tokenizer for bench_serving
         sh(host, f"mkdir -p {TEST_DIR}")
-        for unit in units:
+        for unit in units if host not in the.docker_servers else []:
             sh(host, f"mkdir -p /etc/systemd/system/{unit}.d && cat > /etc/systemd/system/{unit}.d/test-double.conf "
                      f"<<'EOF'\n{DROP_IN}EOF")
         for script in ("openai_double.py", "sglang_unit_double.py"):
@@ -423,3 +433,144 @@ def test_7_a_pd_pair_moves_together_measured_through_a_router_of_its_own(pd_site
         expect_release(site.node(host, *where), NEW)
     types = sorted((w["url"].rsplit(":", 1)[1], w.get("worker_type")) for w in site.workers())
     assert types == [("30000", "prefill"), ("30100", "decode")], site.workers()
+
+
+# --- docker installs: servers in containers of their nodes' own Docker daemons (tests/lab/lab.py, docker shape) -------
+# Real: each docker node's dockerd (Debian's docker.io, standing in for Docker's docker-ce), the pull through the lab
+# registry, the unit's `docker run` and `docker stop`, the image IDs, the rollback's `docker inspect` / `docker tag`, the
+# measuring client's `docker run --network host` on the node's own network, sglang-router, the uv node's venvs.
+# Stand-ins: the images (tests/lab/registry.sh server: TEST DOUBLES of `sglang serve` and of bench_serving inside, each
+# built for a release and a behaviour) and the NVIDIA Container Toolkit's hook (the nodes have no GPU).
+OLD_IMAGE = "lmsysorg/sglang:v0.5.13.post1-cu126"
+GOOD_IMAGE = "lmsysorg/sglang:v0.5.23-cu129"
+SLOW_IMAGE = "lmsysorg/sglang:v0.5.23-cu130"        # the same release, a build slower than the thresholds
+BROKEN_IMAGE = "lmsysorg/sglang:v0.5.23-cu129-b2"   # a build whose server never answers /health
+IMAGES = {OLD_IMAGE: (OLD, []), GOOD_IMAGE: (NEW, []), SLOW_IMAGE: (NEW, ["--tpot-ms", "25", "--ttft-ms", "200"]),
+          BROKEN_IMAGE: (NEW, ["--mode", "unhealthy"])}
+CONTAINER = "sglang-glm-5.3"
+
+
+@pytest.fixture(scope="module")
+def docker_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """node1 and node2 docker installs (each its own daemon), node3 a uv install, behind the router."""
+    script = str(ROOT / "tests" / "lab" / "registry.sh")
+    subprocess.run(["bash", script, "start"], check=True)
+    for ref, (release, behaviour) in IMAGES.items():
+        subprocess.run(["bash", script, "server", ref, release, *behaviour], check=True, stderr=subprocess.DEVNULL)
+    yield from lab_of("upgdk", "docker", 3, "docker", ["sglang-glm-5.3.service"], tmp_path_factory.mktemp("upgrade-dk"),
+                      docker_image=OLD_IMAGE)
+
+
+def dnode(host: str) -> dict[str, Any]:
+    """What a docker server runs: the image its unit names, the ID of the image its container runs and the ID that
+    name has in the node's daemon, the container, the release its process serves."""
+    argv = sh(host, f"cat {UNIT}").replace("\\\n", " ").split("ExecStart=", 1)[1].splitlines()[0].split()
+    image = argv[argv.index("serve") - 2]
+    container = sh(host, f"docker inspect -f '{{{{.Id}}}} {{{{.Image}}}}' {CONTAINER}").split()
+    info = sh(host, "python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:30000/server_info', "
+                    "timeout=5).read().decode())\"")
+    return {"image": image, "container": container[0] if container else None,
+            "runs": container[1] if len(container) > 1 else None,
+            "named": sh(host, f"docker image inspect -f '{{{{.Id}}}}' {image}").strip(),
+            "serves": json.loads(info)["version"] if info.strip() else None,
+            "active": sh(host, "systemctl is-active sglang-glm-5.3.service").strip()}
+
+
+def image_id(host: str, ref: str) -> str:
+    return sh(host, f"docker image inspect -f '{{{{.Id}}}}' {ref}").strip()
+
+
+def expect_image(site: Lab, now: dict[str, Any], ref: str, release: str) -> None:
+    mirror = yaml.safe_load(site.inv.read_text())["all"]["children"]["docker_servers"]["vars"][
+        "sglang_install_registry_mirror"]
+    assert now["image"] == mirror + ref, now
+    assert now["runs"] == now["named"] and now["serves"] == release and now["active"] == "active", now
+
+
+def test_d1_mixed_site_good_image_and_release_through_canary_and_waves(docker_site: Lab) -> None:
+    """A new image on the docker nodes and a new release on the uv node, in one run: the canary (a docker node), then
+    the waves; the pull, the container replaced, the measuring client in the image on the node's network."""
+    site = docker_site
+    assert site.docker_servers == site.servers[:2]
+    uv = site.servers[2]
+    before = {h: dnode(h) for h in site.docker_servers}
+    for now in before.values():
+        expect_image(site, now, OLD_IMAGE, OLD)
+    expect_release(site.node(uv), OLD)
+    site.set_vars("all", sglang_version=NEW)
+    site.set_vars("docker_servers", sglang_image=GOOD_IMAGE)
+    start = time.monotonic()
+    run = site.upgrade("-e", json.dumps({"upgrade_from": {"sglang_version": OLD},
+                                         "upgrade_from_groups": {"docker_servers": {"sglang_image": OLD_IMAGE}}}))
+    site.timings["good upgrade, 2 docker + 1 uv servers (canary + 2 waves) + router (s)"] = round(
+        time.monotonic() - start, 1)
+    assert run.returncode == 0, run.stdout[-5000:]
+    state = site.state()
+    assert state["status"] == "committed"
+    assert [state["canary"]] + [w[0] for w in state["waves"]] == [f"glm-5.3@{h}" for h in site.servers]
+    assert all(u["phase"] == "promoted" and u["verdict"]["ok"] for u in state["units"].values())
+    for host in site.docker_servers:
+        now = dnode(host)
+        expect_image(site, now, GOOD_IMAGE, NEW)
+        assert now["container"] != before[host]["container"]                        # replaced
+        assert state["units"][f"glm-5.3@{host}"]["image_ids"][host] == before[host]["runs"]  # what a rollback returns to
+    expect_release(site.node(uv), NEW)
+    # the canary was measured by the client inside the image it ran before (the stand-in's client double says so in
+    # its rows), on the node's own network: it reached the server's published port at the node's address
+    rows = [json.loads(line) for side in ("before", "after")
+            for line in (site.dir / f"glm-5.3@{site.docker_servers[0]}" / f"{side}.jsonl").read_text().splitlines()]
+    assert rows and all(r["tag"].startswith("TEST DOUBLE client") and r["completed"] > 0 for r in rows), rows
+    assert len(site.pool()) == 3
+    # the same target again: nothing to do, nothing changed, the same containers
+    containers = {h: dnode(h)["container"] for h in site.docker_servers}
+    again = site.upgrade()
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert all("changed=0" in line and "failed=0" in line for line in recap(again.stdout).values()), again.stdout[-3000:]
+    assert {h: dnode(h)["container"] for h in site.docker_servers} == containers
+
+
+def _rolled_back_to_the_image_before(site: Lab, run: Any) -> dict[str, Any]:
+    """The canary (a docker node) was rolled back: its container runs exactly the image ID it ran before, under the
+    previous reference; every other server never moved."""
+    assert run.returncode != 0
+    state = site.state()
+    canary = state["canary"]
+    assert canary == f"glm-5.3@{site.docker_servers[0]}" and state["status"] == "rolled_back", state
+    assert state["units"][canary]["phase"] == "rolled_back"
+    return state
+
+
+def test_d2_slower_image_rolled_back_to_the_previous_image_id(docker_site: Lab) -> None:
+    site = docker_site
+    canary, wave = site.docker_servers
+    before = {h: dnode(h) for h in site.docker_servers}
+    uv_before = site.node(site.servers[2])
+    site.set_vars("docker_servers", sglang_image=SLOW_IMAGE)
+    run = site.upgrade()
+    state = _rolled_back_to_the_image_before(site, run)
+    verdict = state["units"][f"glm-5.3@{canary}"]["verdict"]
+    assert not verdict["ok"] and {"itl", "ttft"} <= {r["metric"] for r in verdict["failed"]}, verdict
+    site.timings["canary rollback, docker (slower image) (s)"] = state["units"][f"glm-5.3@{canary}"]["rollback_seconds"]
+    now = dnode(canary)
+    expect_image(site, now, GOOD_IMAGE, NEW)
+    assert now["runs"] == before[canary]["runs"] and now["container"] != before[canary]["container"]
+    mirror = now["image"].split("lmsysorg/")[0]
+    assert image_id(canary, mirror + SLOW_IMAGE) not in ("", now["runs"])    # the slow image was pulled, and left
+    assert dnode(wave) == before[wave] and site.node(site.servers[2]) == uv_before
+    assert len(site.pool()) == 3
+
+
+def test_d3_image_failing_health_rolled_back(docker_site: Lab) -> None:
+    site = docker_site
+    canary, wave = site.docker_servers
+    before = {h: dnode(h) for h in site.docker_servers}
+    site.set_vars("docker_servers", sglang_image=BROKEN_IMAGE)
+    run = site.upgrade()
+    state = _rolled_back_to_the_image_before(site, run)
+    unit = state["units"][f"glm-5.3@{canary}"]
+    assert "/health did not answer" in unit["reason"], unit["reason"]
+    site.timings["canary rollback, docker (image failing /health) (s)"] = unit["rollback_seconds"]
+    now = dnode(canary)
+    expect_image(site, now, GOOD_IMAGE, NEW)
+    assert now["runs"] == before[canary]["runs"]
+    assert dnode(wave) == before[wave] and len(site.pool()) == 3

@@ -12,7 +12,11 @@ uv server of another SGLang release (0.5.13.post1), node4 a docker-mode server w
 a registry mirror (the lab registry's stand-in), and a docker-mode router in front of those two; mixed - a site
 of three models (issue 28): node1 GLM-5.3 (H200), node2 DeepSeek-V4-Pro (B200), node3 four TP2 replicas of
 Qwen3.8-27B (H200, sglang_replicas: 4), and one real sglang-router per model (router-glm, router-dsv4,
-router-qwen). In the mixed shape each server's endpoint (every replica's --port) is answered by a TEST DOUBLE
+router-qwen); docker - N plain servers of which all but the last are docker installs with a Docker daemon of their
+own (the node image DOCKERD_IMAGE: Debian's docker.io, a real Docker Engine standing in for the docker-ce the skipped
+container_runtime stage installs from Docker's repository, and a stand-in NVIDIA Container Toolkit hook so that
+`--gpus all` starts a container on a GPU-less node), pulling from the lab registry through the lab network's gateway;
+the last server is a uv install, so the site mixes both. In the mixed shape each server's endpoint (every replica's --port) is answered by a TEST DOUBLE
 (tests/doubles/openai_double.py, a unit of its own named metalserve-test-double-<port>, started before the
 converge) standing in for the SGLang server the node cannot start, so the routers and verify.yml reach every
 instance of every model. The
@@ -68,15 +72,64 @@ SSH_KEY = CACHE / "lab" / "ssh" / "id_ed25519"
 USER = "ops"
 
 
-def start_container(name: str, host: str, network: str, checkpoint: Path, docker_socket: bool = False) -> None:
+#: the node image of the docker shape: the lab image with a Docker daemon of its own (built by dockerd_image())
+DOCKERD_IMAGE = "metalserve-lab/debian-sshd-dockerd:12"
+#: The stand-in for the NVIDIA Container Toolkit's OCI hook. dockerd (daemon/nvidia_linux.go) answers `--gpus` only
+#: where nvidia-container-runtime-hook is on its PATH, and runs it as the container's prestart hook; this one reads
+#: the container state runc gives it and exposes nothing (the lab's nodes have no GPU).
+STANDIN_HOOK = """#!/bin/sh
+# STAND-IN for the NVIDIA Container Toolkit's nvidia-container-runtime-hook (tests/lab/lab.py; tests only):
+# the lab node has no GPU, so the container gets none
+cat >/dev/null
+exit 0
+"""
+#: the nodes' daemons: their bridge away from the lab network's addresses, and the registry on the lab network's
+#: gateway (plain HTTP, as the lab registry serves) trusted like 127.0.0.0/8 is by default
+DOCKERD_CONFIG = {"bip": "192.168.250.1/24", "default-address-pools": [{"base": "192.168.240.0/20", "size": 24}],
+                  "insecure-registries": ["172.16.0.0/12"]}
+
+
+def dockerd_image() -> str:
+    """DOCKERD_IMAGE, built from IMAGE when missing or when IMAGE or this recipe changed (Debian's docker.io and
+    python3-requests from Debian's mirror, the stand-in hook, the daemon's configuration)."""
+    base = sh(["docker", "image", "inspect", "-f", "{{.Id}}", IMAGE]).stdout.strip()
+    steps = ("RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "
+             "docker.io python3-requests >/dev/null\n"   # the package lists stay, as the lab image has them
+             "COPY nvidia-container-runtime-hook /usr/bin/nvidia-container-runtime-hook\n"
+             "COPY daemon.json /etc/docker/daemon.json\n")
+    recipe = json.dumps([base, STANDIN_HOOK, DOCKERD_CONFIG, steps], sort_keys=True)
+    key = subprocess.run(["sha256sum"], input=recipe, text=True, capture_output=True, check=True).stdout[:16]
+    have = sh(["docker", "image", "inspect", "-f", '{{ index .Config.Labels "metalserve.lab.key" }}', DOCKERD_IMAGE],
+              check=False).stdout.strip()
+    if have == key:
+        return DOCKERD_IMAGE
+    ctx = Path(sh(["mktemp", "-d"]).stdout.strip())
+    (ctx / "nvidia-container-runtime-hook").write_text(STANDIN_HOOK)
+    (ctx / "nvidia-container-runtime-hook").chmod(0o755)  # COPY keeps the mode (the legacy builder has no --chmod)
+    (ctx / "daemon.json").write_text(json.dumps(DOCKERD_CONFIG, indent=1) + "\n")
+    (ctx / "Dockerfile").write_text(
+        f"FROM {IMAGE}\n"
+        f'LABEL metalserve.lab.key="{key}" org.opencontainers.image.description="lab node with a Docker daemon of its '
+        'own (Debian docker.io) and a stand-in NVIDIA Container Toolkit hook; tests only"\n' + steps)
+    print(f"[lab] building {DOCKERD_IMAGE} (once; Debian's docker.io inside)")
+    subprocess.run(["docker", "build", "-q", "-t", DOCKERD_IMAGE, str(ctx)], check=True, stdout=subprocess.DEVNULL)
+    sh(["rm", "-rf", str(ctx)])
+    return DOCKERD_IMAGE
+
+
+def start_container(name: str, host: str, network: str, checkpoint: Path, docker_socket: bool = False,
+                    dockerd: bool = False) -> None:
     extra = ["-v", "/var/run/docker.sock:/var/run/docker.sock"] if docker_socket else []
+    # a node's own daemon keeps its images and containers on a volume of the machine's file system (removed with
+    # the node), where its overlay2 driver can mount layers (the container's own root is an overlay already)
+    extra += ["-v", "/var/lib/docker"] if dockerd else []
     sh(["docker", "run", "-d", "--name", host, "--hostname", host, "--network", network, "--label", f"{LABEL}={name}",
         *extra,
         "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined",
         "--security-opt", "apparmor=unconfined", "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
         "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "-v", f"{CACHE / 'uv'}:/var/cache/sglang-uv",
         "-v", f"{VENV_VOLUME}:/opt/sglang/venvs", "-v", f"{checkpoint}:/mnt/shared/tiny-org/Tiny:ro",
-        "--stop-signal", "SIGRTMIN+3", IMAGE, "/lib/systemd/systemd"])
+        "--stop-signal", "SIGRTMIN+3", DOCKERD_IMAGE if dockerd else IMAGE, "/lib/systemd/systemd"])
 
 
 def wait_booted(host: str, timeout: float = 120, restarts: int = 2) -> None:
@@ -128,7 +181,7 @@ def ssh_vars(known: Path) -> dict:
 
 
 def inventory(name: str, servers: list[str], router: str, shape: str, extra: dict | None = None,
-              ips: dict[str, str] | None = None, known: Path | None = None) -> dict:
+              ips: dict[str, str] | None = None, known: Path | None = None, registry: str = "") -> dict:
     ips = ips or {}
     hosts = {h: {"ansible_host": ips[h]} if h in ips and known else {} for h in servers}
     if shape in ("pd", "full"):
@@ -147,6 +200,12 @@ def inventory(name: str, servers: list[str], router: str, shape: str, extra: dic
                 "sglang_server_start": False}},
             "routers": {"hosts": {router: {"ansible_host": ips[router]} if router in ips and known else {}}, "vars": {
                 "sglang_role": "router", "sglang_router_workers_group": "servers"}}}}}
+    if shape == "docker":
+        # all servers but the last run their server as a container of their own daemon, pulling through the gateway;
+        # the image's stand-in holds no SGLang parser to validate with (make slow runs the real ones)
+        doc["all"]["children"]["docker_servers"] = {"hosts": {h: {} for h in servers[:-1]}, "vars": {
+            "sglang_install_method": "docker", "sglang_install_registry_mirror": f"{registry}/",
+            "sglang_server_validate": False}}
     if shape == "full":
         children = doc["all"]["children"]
         pd = {h: hosts.pop(h) for h in servers[:2]}
@@ -279,6 +338,17 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None, transport
         sh([sys.executable, str(ROOT / "tests" / "lab" / "make_checkpoint.py"), str(checkpoint)])
     network = f"metalserve-{name}-net"
     sh(["docker", "network", "create", "--label", f"{LABEL}={name}", network])
+    registry = ""
+    if shape == "docker":
+        # the nodes' own daemons reach the lab registry where the lab network meets the machine
+        gateway = sh(["docker", "network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", network]).stdout.strip()
+        registry = f"{gateway}:5000"
+        script = str(ROOT / "tests" / "lab" / "registry.sh")
+        sh(["bash", script, "start"])
+        sh(["bash", script, "listen", registry])
+        lab_dir(name).mkdir(parents=True, exist_ok=True)
+        (lab_dir(name) / "registry-listener").write_text(registry + "\n")
+        dockerd_image()
     nodes = [f"metalserve-{name}-node{i}" for i in range(1, servers + 1)]
     router = f"metalserve-{name}-router"
     every = nodes + [router] + ([f"{router}2"] if shape == "full" else [])
@@ -286,7 +356,8 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None, transport
         every = [h for hosts in mixed_hosts(name) for h in hosts]
     for host in every:
         start_container(name, host, network, checkpoint,
-                        docker_socket=shape == "full" and host in (nodes[-1], f"{router}2"))
+                        docker_socket=shape == "full" and host in (nodes[-1], f"{router}2"),
+                        dockerd=shape == "docker" and host in nodes[:-1])
     for host in every:
         wait_booted(host)
     lab_dir(name).mkdir(parents=True, exist_ok=True)
@@ -297,7 +368,7 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None, transport
         doc = mixed_inventory(name, ips, known if transport == "ssh" else None, extra)
         start_doubles(name)
     else:
-        doc = inventory(name, nodes, router, shape, extra, ips, known if transport == "ssh" else None)
+        doc = inventory(name, nodes, router, shape, extra, ips, known if transport == "ssh" else None, registry)
     inv.write_text("# Written by tests/lab/lab.py: a lab site of GPU-less systemd containers, reached over "
                    f"{transport}\n" + yaml.safe_dump(doc, sort_keys=False))
     ensure_venv(name, inv, nodes[0])
@@ -314,6 +385,9 @@ def converge(name: str, check: bool, extra: list[str]) -> subprocess.CompletedPr
 
 
 def destroy(name: str, roots: tuple[Path, ...] = (ROOT,)) -> None:
+    listener = lab_dir(name) / "registry-listener"
+    if listener.exists():  # the docker shape's registry address on the lab network's gateway
+        sh(["bash", str(ROOT / "tests" / "lab" / "registry.sh"), "unlisten", listener.read_text().strip()], check=False)
     for host in containers(name):
         sh(["docker", "rm", "-f", "-v", host], check=False)
     for root in roots:  # facts cached (ansible.cfg's jsonfile cache) for hosts of this name belong to old containers
@@ -336,7 +410,7 @@ def main() -> int:
     ap.add_argument("command", choices=["up", "converge", "destroy", "inventory", "status"])
     ap.add_argument("--name", default="lab")
     ap.add_argument("--servers", type=int, default=2)
-    ap.add_argument("--shape", choices=["pd", "plain", "full", "mixed"], default="pd")
+    ap.add_argument("--shape", choices=["pd", "plain", "full", "mixed", "docker"], default="pd")
     ap.add_argument("--check", action="store_true")
     args, extra = ap.parse_known_args()
     if args.command == "up":

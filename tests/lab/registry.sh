@@ -6,6 +6,15 @@
 #   registry.sh router NAME:TAG       push an image holding the REAL sglang-router (pinned in
 #                                     data/sglang/versions.yml) on the lab's Debian base, as 127.0.0.1:5000/NAME:TAG:
 #                                     the stand-in for the lmsysorg/sglang image a docker-mode router runs
+#   registry.sh server NAME:TAG RELEASE [ARG...]
+#                                     push a stand-in SGLang server image as 127.0.0.1:5000/NAME:TAG: the lab's
+#                                     Debian base with the TEST DOUBLES (tests/doubles/image_entry.py answers
+#                                     `sglang serve`, `python3 -m sglang.launch_server` and `-m sglang.bench_serving`),
+#                                     reporting RELEASE and behaving as ARG... says (openai_double.py arguments, e.g.
+#                                     --tpot-ms 25 for a slower build, --mode unhealthy); rebuilt when they change
+#   registry.sh listen ADDR:PORT      serve the same store on another address too (a lab network's gateway, where
+#                                     the lab nodes' own Docker daemons pull from); `unlisten ADDR:PORT` stops it,
+#                                     `stop` stops every listener
 #   registry.sh stop
 # The stand-ins replace vendor images that cannot be pulled here (lmsysorg/sglang): busybox inside, a
 # label saying so, nothing of SGLang.
@@ -72,6 +81,61 @@ DOCKERFILE
   echo "$ref" >"$DIR/$key"
 }
 
-stop() { [ -s "$DIR/pid" ] && kill "$(cat "$DIR/pid")" 2>/dev/null; rm -f "$DIR/pid"; }
+server() {
+  local ref=$1 release=$2 ctx key doubles pkg
+  shift 2
+  doubles="$(dirname "$0")/../doubles"
+  ctx=$(mktemp -d)
+  pkg="$ctx/root/usr/local/lib/python3.11/dist-packages/sglang"
+  mkdir -p "$ctx/root/usr/local/lib/metalserve-standin" "$ctx/root/usr/local/bin" "$ctx/root/etc/metalserve-standin" "$pkg"
+  cp "$doubles/image_entry.py" "$doubles/openai_double.py" "$doubles/bench_serving_double.py" \
+     "$ctx/root/usr/local/lib/metalserve-standin/"
+  cat >"$ctx/root/usr/local/bin/sglang" <<'SH'
+#!/bin/sh
+# TEST DOUBLE: the stand-in image's `sglang` command (tests/doubles/image_entry.py)
+exec /usr/bin/python3 /usr/local/lib/metalserve-standin/image_entry.py "$@"
+SH
+  chmod 755 "$ctx/root/usr/local/bin/sglang"
+  : >"$pkg/__init__.py"
+  for module in launch_server bench_serving; do
+    printf '# TEST DOUBLE (stand-in image): python3 -m sglang.%s\nimport sys\nsys.path.insert(0, "/usr/local/lib/metalserve-standin")\nimport image_entry  # noqa: E402\nimage_entry.main("%s", sys.argv[1:])\n' \
+      "$module" "$module" >"$pkg/$module.py"
+  done
+  echo "$release" >"$ctx/root/etc/metalserve-standin/release"
+  python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$@" >"$ctx/root/etc/metalserve-standin/behaviour.json"
+  cat >"$ctx/Dockerfile" <<DOCKERFILE
+FROM metalserve-lab/debian-sshd:12
+LABEL org.opencontainers.image.description="stand-in for an lmsysorg/sglang image ($release): TEST DOUBLES of sglang serve and bench_serving on the lab's Debian base; tests only, holds no SGLang"
+COPY root/ /
+DOCKERFILE
+  key=$( { docker image inspect -f '{{.Id}}' metalserve-lab/debian-sshd:12; cat "$ctx/Dockerfile";
+           (cd "$ctx/root" && find . -type f | sort | xargs sha256sum); } | sha256sum | cut -c1-16)
+  if [ "$(cat "$DIR/server-${ref//[\/:]/_}" 2>/dev/null)" = "$key" ] && curl -fsS -o /dev/null \
+       -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' "http://$REG/v2/${ref%%:*}/manifests/${ref##*:}"; then
+    rm -rf "$ctx"; return
+  fi
+  docker build -q -t "$REG/$ref" "$ctx" >/dev/null
+  rm -rf "$ctx"
+  docker push -q "$REG/$ref" >/dev/null
+  echo "$key" >"$DIR/server-${ref//[\/:]/_}"
+}
+listen() {
+  local addr=$1
+  if curl -fsS "http://$addr/v2/" >/dev/null 2>&1; then return; fi
+  sed "s|addr: $REG|addr: $addr|" "$DIR/config.yml" >"$DIR/config-$addr.yml"
+  bash "$(dirname "$0")/detach.sh" "$DIR/registry-$addr.log" /usr/bin/docker-registry serve "$DIR/config-$addr.yml" \
+    >"$DIR/pid-$addr"
+  for _ in $(seq 1 50); do curl -fsS "http://$addr/v2/" >/dev/null 2>&1 && return; sleep 0.2; done
+  echo "registry did not start on $addr; see $DIR/registry-$addr.log" >&2; exit 1
+}
+unlisten() { [ -s "$DIR/pid-$1" ] && kill "$(cat "$DIR/pid-$1")" 2>/dev/null; rm -f "$DIR/pid-$1"; return 0; }
+stop() {
+  local pid
+  for pid in "$DIR"/pid "$DIR"/pid-*; do
+    [ -s "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
+    rm -f "$pid"
+  done
+  return 0
+}
 
 "$@"
