@@ -97,7 +97,7 @@ def result(args: argparse.Namespace, outs: list[dict[str, Any]], duration: float
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    for _ in range(args.warmup_requests):
+    for _warmup in range(args.warmup_requests):
         one(args)
     if args.flush_cache:
         post(args.base_url.rstrip("/") + "/flush_cache", {}).close()
