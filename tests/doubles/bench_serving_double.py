@@ -2,11 +2,14 @@
 
 The real client needs SGLang with torch (about 10 GB per release), which a stand-in image cannot hold on the lab
 nodes' own Docker daemons (vfs storage copies every layer). This double takes the arguments the collection passes
-(playbooks/tasks/upgrade/measure.yml, playbooks/tasks/benchmark_target.yml), sends --num-prompts streaming requests
-to --base-url's /generate (the `sglang` backend's route) at --max-concurrency, after --warmup-requests and
-/flush_cache when asked, and appends one JSON line to --output-file with the result keys SGLang 0.5.23's
-sglang/benchmark/serving.py writes (tests/slow/test_bench_double_keys.py compares them with that file). The
-measured times are real round trips over the network the container was given: with --network host, the node's.
+(playbooks/tasks/upgrade/measure.yml, playbooks/tasks/benchmark_target.yml) and refuses any other, reads the
+--tokenizer folder and the --dataset-path file the client's mounts must give it, sends --num-prompts streaming
+requests to --base-url's /generate (the `sglang` backend's route) at --max-concurrency, after --warmup-requests and
+/flush_cache when asked, and appends one JSON line to --output-file with result keys that SGLang's
+sglang/benchmark/serving.py writes in both releases the lab's images stand in for (tests/slow/test_bench_double_keys.py
+compares them with each release's file). The row's `tag` names the release of the image the client ran in and the URL
+it measured, and `server_info` is what that server answered: the lab's tests read them to tell which image measured
+and what it reached. The measured times are real round trips over the network the container was given.
 """
 from __future__ import annotations
 
@@ -17,7 +20,10 @@ import statistics
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
+
+RELEASE = Path("/etc/metalserve-standin/release")   # written into the stand-in image by tests/lab/registry.sh
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -36,8 +42,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--warmup-requests", type=int, default=1)
     ap.add_argument("--flush-cache", action="store_true")
     ap.add_argument("--output-file")
-    args, _unknown = ap.parse_known_args(argv)
-    return args
+    return ap.parse_args(argv)
 
 
 def post(url: str, body: dict[str, Any]) -> Any:
@@ -83,6 +88,7 @@ def result(args: argparse.Namespace, outs: list[dict[str, Any]], duration: float
     total_in, total_out = args.random_input_len * len(done), sum(o["tokens"] for o in done)
     row: dict[str, Any] = {
         "tag": "TEST DOUBLE client (tests/doubles/bench_serving_double.py)", "backend": args.backend,
+        "server_info": None,
         "dataset_name": args.dataset_name, "request_rate": float("inf"), "max_concurrency": args.max_concurrency,
         "random_input_len": args.random_input_len, "random_output_len": args.random_output_len,
         "random_range_ratio": args.random_range_ratio, "duration": duration, "completed": len(done),
@@ -90,13 +96,27 @@ def result(args: argparse.Namespace, outs: list[dict[str, Any]], duration: float
         "request_throughput": len(done) / duration, "input_throughput": total_in / duration,
         "output_throughput": total_out / duration, "total_throughput": (total_in + total_out) / duration}
     for name, values in (("e2e_latency", lat), ("ttft", ttfts), ("tpot", tpots), ("itl", itls)):
-        for how in ("mean", "median", "p90", "p95", "p99"):
+        for how in ("mean", "median", "p99"):   # p90 and p95 are not in every release's rows
             row[f"{how}_{name}_ms"] = ms(values, how)
     return row
 
 
+def inputs(args: argparse.Namespace) -> None:
+    """What the real client reads before it sends anything: the tokenizer's folder and the dataset file."""
+    if args.tokenizer and not os.listdir(args.tokenizer):
+        raise SystemExit(f"--tokenizer {args.tokenizer}: an empty folder")
+    if args.dataset_path:
+        Path(args.dataset_path).read_bytes()
+
+
+def server_info(base_url: str) -> Any:
+    with urllib.request.urlopen(base_url.rstrip("/") + "/server_info", timeout=30) as resp:
+        return json.loads(resp.read())
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
+    inputs(args)
     for _warmup in range(args.warmup_requests):
         one(args)
     if args.flush_cache:
@@ -105,6 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     with ThreadPoolExecutor(max_workers=max(1, args.max_concurrency)) as pool:
         outs = list(pool.map(lambda _i: one(args), range(args.num_prompts)))
     row = result(args, outs, time.perf_counter() - start)
+    release = RELEASE.read_text().strip() if RELEASE.exists() else "unknown"
+    row.update(tag=f"TEST DOUBLE client in the {release} image, measuring {args.base_url}",
+               server_info=server_info(args.base_url))
     print(json.dumps({k: row[k] for k in ("completed", "mean_ttft_ms", "median_itl_ms", "total_throughput")}))
     if args.output_file:
         with open(args.output_file, "a", encoding="utf-8") as out:

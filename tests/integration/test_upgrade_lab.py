@@ -156,9 +156,10 @@ def build(name: str, servers: int, shape: str, units: list[str], tmp: Path, dock
                  **group_vars)
     if docker_image:
         the.set_vars("docker_servers", sglang_image=docker_image)
-    for host in the.servers:  # the TEST DOUBLE in place of `sglang serve`, and a tokenizer for bench_serving
+    uv_servers = [h for h in the.servers if h not in the.docker_servers]
+    for host in uv_servers:  # the TEST DOUBLE in place of `sglang serve`, and a tokenizer for bench_serving
         sh(host, f"mkdir -p {TEST_DIR}")
-        for unit in units if host not in the.docker_servers else []:
+        for unit in units:
             sh(host, f"mkdir -p /etc/systemd/system/{unit}.d && cat > /etc/systemd/system/{unit}.d/test-double.conf "
                      f"<<'EOF'\n{DROP_IN}EOF")
         for script in ("openai_double.py", "sglang_unit_double.py"):
@@ -166,6 +167,9 @@ def build(name: str, servers: int, shape: str, units: list[str], tmp: Path, dock
         docker("cp", str(ROOT / "tests" / "lab" / "make_tokenizer.py"), f"{host}:{TEST_DIR}/make_tokenizer.py",
                check=True)
         sh(host, f"/opt/sglang/venvs/{NEW}/bin/python {TEST_DIR}/make_tokenizer.py /srv/bench")
+    for host in the.docker_servers:  # no venv there: the uv server's tokenizer folder, copied as it is
+        tar = subprocess.run(["docker", "cp", f"{uv_servers[0]}:/srv/bench", "-"], capture_output=True, check=True).stdout
+        subprocess.run(["docker", "cp", "-", f"{host}:/srv"], input=tar, capture_output=True, check=True)
     the.rules([])
     start = time.monotonic()
     first = lab.converge(name, False, [])
@@ -456,7 +460,7 @@ def docker_site(tmp_path_factory: pytest.TempPathFactory) -> Any:
     script = str(ROOT / "tests" / "lab" / "registry.sh")
     subprocess.run(["bash", script, "start"], check=True)
     for ref, (release, behaviour) in IMAGES.items():
-        subprocess.run(["bash", script, "server", ref, release, *behaviour], check=True, stderr=subprocess.DEVNULL)
+        subprocess.run(["bash", script, "server", ref, release, *behaviour], check=True)
     yield from lab_of("upgdk", "docker", 3, "docker", ["sglang-glm-5.3.service"], tmp_path_factory.mktemp("upgrade-dk"),
                       docker_image=OLD_IMAGE)
 
@@ -515,11 +519,15 @@ def test_d1_mixed_site_good_image_and_release_through_canary_and_waves(docker_si
         assert now["container"] != before[host]["container"]                        # replaced
         assert state["units"][f"glm-5.3@{host}"]["image_ids"][host] == before[host]["runs"]  # what a rollback returns to
     expect_release(site.node(uv), NEW)
-    # the canary was measured by the client inside the image it ran before (the stand-in's client double says so in
-    # its rows), on the node's own network: it reached the server's published port at the node's address
-    rows = [json.loads(line) for side in ("before", "after")
-            for line in (site.dir / f"glm-5.3@{site.docker_servers[0]}" / f"{side}.jsonl").read_text().splitlines()]
-    assert rows and all(r["tag"].startswith("TEST DOUBLE client") and r["completed"] > 0 for r in rows), rows
+    # the canary was measured on both sides by the client in the image it ran before (the client double's rows name
+    # that image's release), at the loopback address of the node, which a container reaches only with the node's
+    # network (--network host): the old server before the move, the new one after
+    for side, serves in (("before", OLD), ("after", NEW)):
+        rows = [json.loads(line) for line in
+                (site.dir / f"glm-5.3@{site.docker_servers[0]}" / f"{side}.jsonl").read_text().splitlines()]
+        assert rows and all(r["completed"] > 0 and r["server_info"]["version"] == serves for r in rows), rows
+        assert all(r["tag"].startswith(f"TEST DOUBLE client in the {OLD} image, measuring http://127.0.0.1:")
+                   for r in rows), rows
     assert len(site.pool()) == 3
     # the same target again: nothing to do, nothing changed, the same containers
     containers = {h: dnode(h)["container"] for h in site.docker_servers}
@@ -530,8 +538,8 @@ def test_d1_mixed_site_good_image_and_release_through_canary_and_waves(docker_si
 
 
 def _rolled_back_to_the_image_before(site: Lab, run: Any) -> dict[str, Any]:
-    """The canary (a docker node) was rolled back: its container runs exactly the image ID it ran before, under the
-    previous reference; every other server never moved."""
+    """The run failed and its state says the canary (the first docker node) was rolled back; the callers compare what
+    the nodes run."""
     assert run.returncode != 0
     state = site.state()
     canary = state["canary"]
@@ -545,6 +553,11 @@ def test_d2_slower_image_rolled_back_to_the_previous_image_id(docker_site: Lab) 
     canary, wave = site.docker_servers
     before = {h: dnode(h) for h in site.docker_servers}
     uv_before = site.node(site.servers[2])
+    # the canary's tag of the image it runs has moved since it started (as a later pull of a re-pushed tag moves it):
+    # the rollback must tag the image ID it ran before, not start whatever the reference names now
+    mirror = before[canary]["image"].split("lmsysorg/")[0]
+    sh(canary, f"docker pull -q {mirror}{BROKEN_IMAGE} && docker tag {mirror}{BROKEN_IMAGE} {before[canary]['image']}")
+    assert image_id(canary, before[canary]["image"]) not in ("", before[canary]["runs"])
     site.set_vars("docker_servers", sglang_image=SLOW_IMAGE)
     run = site.upgrade()
     state = _rolled_back_to_the_image_before(site, run)
@@ -552,9 +565,8 @@ def test_d2_slower_image_rolled_back_to_the_previous_image_id(docker_site: Lab) 
     assert not verdict["ok"] and {"itl", "ttft"} <= {r["metric"] for r in verdict["failed"]}, verdict
     site.timings["canary rollback, docker (slower image) (s)"] = state["units"][f"glm-5.3@{canary}"]["rollback_seconds"]
     now = dnode(canary)
-    expect_image(site, now, GOOD_IMAGE, NEW)
+    expect_image(site, now, GOOD_IMAGE, NEW)   # the previous reference, naming the image ID it ran before again
     assert now["runs"] == before[canary]["runs"] and now["container"] != before[canary]["container"]
-    mirror = now["image"].split("lmsysorg/")[0]
     assert image_id(canary, mirror + SLOW_IMAGE) not in ("", now["runs"])    # the slow image was pulled, and left
     assert dnode(wave) == before[wave] and site.node(site.servers[2]) == uv_before
     assert len(site.pool()) == 3
@@ -564,6 +576,7 @@ def test_d3_image_failing_health_rolled_back(docker_site: Lab) -> None:
     site = docker_site
     canary, wave = site.docker_servers
     before = {h: dnode(h) for h in site.docker_servers}
+    uv_before = site.node(site.servers[2])
     site.set_vars("docker_servers", sglang_image=BROKEN_IMAGE)
     run = site.upgrade()
     state = _rolled_back_to_the_image_before(site, run)
@@ -573,4 +586,4 @@ def test_d3_image_failing_health_rolled_back(docker_site: Lab) -> None:
     now = dnode(canary)
     expect_image(site, now, GOOD_IMAGE, NEW)
     assert now["runs"] == before[canary]["runs"]
-    assert dnode(wave) == before[wave] and len(site.pool()) == 3
+    assert dnode(wave) == before[wave] and site.node(site.servers[2]) == uv_before and len(site.pool()) == 3

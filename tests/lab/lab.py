@@ -83,18 +83,22 @@ STANDIN_HOOK = """#!/bin/sh
 cat >/dev/null
 exit 0
 """
-#: the nodes' daemons: their bridge away from the lab network's addresses, and the registry on the lab network's
-#: gateway (plain HTTP, as the lab registry serves) trusted like 127.0.0.0/8 is by default
-DOCKERD_CONFIG = {"bip": "192.168.250.1/24", "default-address-pools": [{"base": "192.168.240.0/20", "size": 24}],
-                  "insecure-registries": ["172.16.0.0/12"]}
+#: the nodes' daemons: overlay2 (a silent fall back to vfs would copy every layer; this fails loudly instead), their
+#: bridges on addresses no Docker network of the machine hands out; up() adds the lab registry's address on the lab
+#: network's gateway as an insecure (plain HTTP) registry, as 127.0.0.0/8 is by default
+DOCKERD_CONFIG = {"storage-driver": "overlay2", "bip": "10.251.0.1/24",
+                  "default-address-pools": [{"base": "10.251.16.0/20", "size": 24}]}
 
 
 def dockerd_image() -> str:
-    """DOCKERD_IMAGE, built from IMAGE when missing or when IMAGE or this recipe changed (Debian's docker.io and
-    python3-requests from Debian's mirror, the stand-in hook, the daemon's configuration)."""
+    """DOCKERD_IMAGE, built from IMAGE when missing or when IMAGE or this recipe changed (Debian's docker.io from
+    Debian's mirror, the stand-in hook, the daemon's configuration)."""
     base = sh(["docker", "image", "inspect", "-f", "{{.Id}}", IMAGE]).stdout.strip()
+    # no package lists left, and an old lists mtime, as in the lab image (setup.sh): apt's cache_valid_time must not
+    # trust lists of the build's day; python3-requests stays out (sglang_install's docker step installs it)
     steps = ("RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "
-             "docker.io python3-requests >/dev/null\n"   # the package lists stay, as the lab image has them
+             "docker.io >/dev/null && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb "
+             "&& mkdir -p /var/lib/apt/lists/partial && touch -d @0 /var/lib/apt/lists\n"
              "COPY nvidia-container-runtime-hook /usr/bin/nvidia-container-runtime-hook\n"
              "COPY daemon.json /etc/docker/daemon.json\n")
     recipe = json.dumps([base, STANDIN_HOOK, DOCKERD_CONFIG, steps], sort_keys=True)
@@ -117,18 +121,30 @@ def dockerd_image() -> str:
     return DOCKERD_IMAGE
 
 
+def trust_registry(host: str, registry: str) -> None:
+    """The node's daemon pulls from the lab registry over plain HTTP at `registry` (the lab network's gateway)."""
+    config = {**DOCKERD_CONFIG, "insecure-registries": [registry]}
+    sh(["docker", "exec", "-i", host, "sh", "-c", "cat > /etc/docker/daemon.json && systemctl restart docker"],
+       input=json.dumps(config, indent=1) + "\n")
+    info = sh(["docker", "exec", host, "docker", "info", "-f", "{{.Driver}} {{json .RegistryConfig.IndexConfigs}}"],
+              check=False).stdout
+    if not info.startswith("overlay2 ") or f'"{registry}"' not in info:
+        raise SystemExit(f"{host}: its Docker daemon did not start with overlay2 and the registry {registry}: {info}")
+
+
 def start_container(name: str, host: str, network: str, checkpoint: Path, docker_socket: bool = False,
                     dockerd: bool = False) -> None:
     extra = ["-v", "/var/run/docker.sock:/var/run/docker.sock"] if docker_socket else []
     # a node's own daemon keeps its images and containers on a volume of the machine's file system (removed with
-    # the node), where its overlay2 driver can mount layers (the container's own root is an overlay already)
-    extra += ["-v", "/var/lib/docker"] if dockerd else []
+    # the node), where its overlay2 driver can mount layers (the container's own root is an overlay already); it
+    # gets no SGLang venvs: what it runs must come from its images
+    extra += ["-v", "/var/lib/docker"] if dockerd else ["-v", f"{VENV_VOLUME}:/opt/sglang/venvs"]
     sh(["docker", "run", "-d", "--name", host, "--hostname", host, "--network", network, "--label", f"{LABEL}={name}",
         *extra,
         "--cap-add", "SYS_ADMIN", "--cap-add", "NET_ADMIN", "--security-opt", "seccomp=unconfined",
         "--security-opt", "apparmor=unconfined", "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
         "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "-v", f"{CACHE / 'uv'}:/var/cache/sglang-uv",
-        "-v", f"{VENV_VOLUME}:/opt/sglang/venvs", "-v", f"{checkpoint}:/mnt/shared/tiny-org/Tiny:ro",
+        "-v", f"{checkpoint}:/mnt/shared/tiny-org/Tiny:ro",
         "--stop-signal", "SIGRTMIN+3", DOCKERD_IMAGE if dockerd else IMAGE, "/lib/systemd/systemd"])
 
 
@@ -345,9 +361,9 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None, transport
         registry = f"{gateway}:5000"
         script = str(ROOT / "tests" / "lab" / "registry.sh")
         sh(["bash", script, "start"])
-        sh(["bash", script, "listen", registry])
         lab_dir(name).mkdir(parents=True, exist_ok=True)
-        (lab_dir(name) / "registry-listener").write_text(registry + "\n")
+        (lab_dir(name) / "registry-listener").write_text(registry + "\n")   # first: destroy stops it whatever happens
+        sh(["bash", script, "listen", registry])
         dockerd_image()
     nodes = [f"metalserve-{name}-node{i}" for i in range(1, servers + 1)]
     router = f"metalserve-{name}-router"
@@ -360,6 +376,8 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None, transport
                         dockerd=shape == "docker" and host in nodes[:-1])
     for host in every:
         wait_booted(host)
+    for host in nodes[:-1] if shape == "docker" else []:
+        trust_registry(host, registry)
     lab_dir(name).mkdir(parents=True, exist_ok=True)
     known = lab_dir(name) / "known_hosts"
     ips = known_hosts(every, known)
@@ -371,7 +389,7 @@ def up(name: str, servers: int, shape: str, extra: dict | None = None, transport
         doc = inventory(name, nodes, router, shape, extra, ips, known if transport == "ssh" else None, registry)
     inv.write_text("# Written by tests/lab/lab.py: a lab site of GPU-less systemd containers, reached over "
                    f"{transport}\n" + yaml.safe_dump(doc, sort_keys=False))
-    ensure_venv(name, inv, nodes[0])
+    ensure_venv(name, inv, nodes[-1] if shape == "docker" else nodes[0])   # a uv node: docker nodes have no venvs
     print(f"[lab {name}] up: {', '.join(every)}; inventory {inv}")
     return inv
 

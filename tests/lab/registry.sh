@@ -16,8 +16,9 @@
 #                                     the lab nodes' own Docker daemons pull from); `unlisten ADDR:PORT` stops it,
 #                                     `stop` stops every listener
 #   registry.sh stop
-# The stand-ins replace vendor images that cannot be pulled here (lmsysorg/sglang): busybox inside, a
-# label saying so, nothing of SGLang.
+# The stand-ins replace vendor images that cannot be pulled here (lmsysorg/sglang), each with a label saying so:
+# `standin` busybox inside; `server` test doubles of SGLang's server and bench client; `router` the real
+# sglang-router; none holds SGLang.
 set -euo pipefail
 CACHE=${METALSERVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metalserve-sglang}/lab
 REG=127.0.0.1:5000
@@ -126,6 +127,7 @@ listen() {
   bash "$(dirname "$0")/detach.sh" "$DIR/registry-$addr.log" /usr/bin/docker-registry serve "$DIR/config-$addr.yml" \
     >"$DIR/pid-$addr"
   for _ in $(seq 1 50); do curl -fsS "http://$addr/v2/" >/dev/null 2>&1 && return; sleep 0.2; done
+  unlisten "$addr"
   echo "registry did not start on $addr; see $DIR/registry-$addr.log" >&2; exit 1
 }
 unlisten() { [ -s "$DIR/pid-$1" ] && kill "$(cat "$DIR/pid-$1")" 2>/dev/null; rm -f "$DIR/pid-$1"; return 0; }

@@ -1,10 +1,10 @@
-"""The upgrade lab's client double (tests/doubles/bench_serving_double.py) writes the result keys SGLang's own
-bench_serving writes, read from the release's sglang/benchmark/serving.py (the `result = {...}` of the function that
-appends it to --output-file), so the collection's readers of those rows meet the same names as on a real node.
+"""The upgrade lab's client double (tests/doubles/bench_serving_double.py) writes only result keys that SGLang's own
+bench_serving writes in each release the lab's images stand in for (0.5.23 and 0.5.13.post1), read from the release's
+sglang/benchmark/serving.py or sglang/bench_serving.py (the `result = {...}` appended to --output-file), and every key of those the collection
+reads (plugins/plugin_utils/upgrade/state.py RUN_KEYS), so its readers meet the same rows as on a real node.
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import os
 import subprocess
@@ -28,20 +28,28 @@ def real_result_keys(serving: Path) -> set[str]:
     return keys
 
 
-def test_the_client_double_writes_the_keys_of_the_releases_bench_serving() -> None:
-    python = os.environ.get("SGLANG_PARSER_PYTHON", "")
+PYTHONS = {"0.5.23": "SGLANG_PARSER_PYTHON", "0.5.13.post1": "SGLANG_PARSER_PYTHON_0_5_13_POST1"}
+
+
+@pytest.mark.parametrize("release", sorted(PYTHONS))
+def test_the_client_double_writes_the_keys_of_the_releases_bench_serving(release: str) -> None:
+    python = os.environ.get(PYTHONS[release], "")
     if not python:
-        pytest.skip("no SGLang parser venv (SGLANG_PARSER_PYTHON; `make slow` makes it)")
+        pytest.skip(f"no SGLang {release} parser venv ({PYTHONS[release]}; `make slow` makes it)")
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    serving = Path(purelib) / "sglang" / "benchmark" / "serving.py"
+    # 0.5.23 keeps the client in sglang/benchmark/serving.py (sglang/bench_serving.py is a shim there); 0.5.13.post1
+    # in sglang/bench_serving.py
+    serving = next(f for f in (Path(purelib) / "sglang" / "benchmark" / "serving.py",
+                               Path(purelib) / "sglang" / "bench_serving.py") if f.exists())
     real = real_result_keys(serving)
-    assert {"mean_ttft_ms", "median_itl_ms", "total_throughput", "completed"} <= real, serving
     sys.path.insert(0, str(ROOT / "tests" / "doubles"))
     import bench_serving_double  # noqa: E402  pylint: disable=import-outside-toplevel
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.upgrade.state import RUN_KEYS  # noqa: E402
 
     args = bench_serving_double.parse(["--base-url", "http://127.0.0.1:1", "--max-concurrency", "2"])
     outs = [{"ok": True, "latency": 0.5, "ttft": 0.1, "itl": [0.01, 0.02], "tokens": 3}]
     written = set(bench_serving_double.result(args, outs, 1.0))
-    assert isinstance(args, argparse.Namespace)
-    assert written - real == set(), f"the client double writes keys SGLang's bench_serving does not: {written - real}"
+    assert written - real == set(), f"the double writes keys SGLang {release}'s bench_serving does not: {written - real}"
+    read = set(RUN_KEYS) & real
+    assert read and read - written == set(), f"the collection reads keys the double never writes: {read - written}"
