@@ -63,6 +63,16 @@ options:
     type: list
     elements: dict
     default: []
+  listings:
+    description:
+      - Folders to list, C({name, path, pattern}) - the regular files (not links or folders) directly in C(path)
+        whose names C(pattern), a Python regular expression, matches from their start, as M(ansible.builtin.find)
+        with C(use_regex=true) and C(file_type=file) selects them; returned under RV(state) as C(files) (sorted
+        names). A role compares them itself (for example units of replicas the plan no longer has).
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.4.0
 extends_documentation_fragment:
   - metalserve.sglang.attributes.node
   - ansible.builtin.action_common_attributes
@@ -98,7 +108,7 @@ differ:
   sample: [unit, service]
 state:
   description: What was found, per item name (files - exists, sha256, mode, owner, group; units - active, enabled,
-    loaded, job; commands - rc, stdout).
+    loaded, job; commands - rc, stdout; listings - exists, files).
   returned: always
   type: dict
 """
@@ -107,6 +117,7 @@ import grp  # noqa: E402
 import hashlib  # noqa: E402
 import os  # noqa: E402
 import pwd  # noqa: E402
+import re  # noqa: E402
 import stat  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -223,6 +234,25 @@ def command_state(want, run):
     return {"rc": rc, "stdout": stdout.strip()}, False
 
 
+def listing_state(want):
+    path = want["path"]
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return {"exists": False, "files": []}, False
+    pattern = re.compile(want["pattern"])
+    files = []
+    for entry in names:
+        if pattern.match(entry):
+            try:
+                regular = stat.S_ISREG(os.lstat(os.path.join(path, entry)).st_mode)
+            except OSError:  # gone meanwhile
+                regular = False
+            if regular:
+                files.append(entry)
+    return {"exists": True, "files": sorted(files)}, False
+
+
 def probe(params, systemctl, run):
     """What the node has against what `params` want. `run(argv)` runs a read-only program and returns
     (rc, stdout, stderr), raising OSError when the program cannot be started (the module: run_command)."""
@@ -237,6 +267,8 @@ def probe(params, systemctl, run):
                 differ.append(want["name"])
     for want in params.get("commands") or []:
         state[want["name"]], _differs = command_state(want, run)
+    for want in params.get("listings") or []:
+        state[want["name"]], _differs = listing_state(want)
     for want in params.get("units") or []:
         state[want["name"]], differs = unit_state(want, systemctl, run)
         if differs:
@@ -247,7 +279,8 @@ def probe(params, systemctl, run):
 def main():
     item = {"type": "list", "elements": "dict", "default": []}
     module = AnsibleModule(argument_spec={key: dict(item) for key in (
-        "files", "directories", "links", "groups", "users", "units", "commands")}, supports_check_mode=True)
+        "files", "directories", "links", "groups", "users", "units", "commands", "listings")},
+        supports_check_mode=True)
 
     def run(argv):
         # the argv as given (no ~ or $VAR expansion); a program that cannot start raises OSError (rc 127 above)

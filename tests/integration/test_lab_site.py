@@ -224,3 +224,24 @@ def test_mixed_site_verify_reaches_every_instance_of_every_model_and_each_router
                     ("router-glm", "router"), ("router-dsv4", "router"), ("router-qwen", "router")}
     for row in rows:
         assert "FAIL" not in " ".join(row), row
+
+
+def test_mixed_site_fewer_replicas_retire_the_others(mixed_site: dict) -> None:
+    """sglang_replicas lowered from 4 to 2 on the Qwen node: the next converge stops, disables and removes r2 and r3
+    (units, environment files) before r0 and r1 change, and leaves every other unit of the node alone. Last of the
+    mixed tests: it changes the site."""
+    node = f"metalserve-{MIXED}-node3"
+    inv = mixed_site["inv"]
+    doc = yaml.safe_load(inv.read_text())
+    doc["all"]["children"]["servers"]["children"]["qwen"]["vars"]["sglang_replicas"] = 2
+    inv.write_text(yaml.safe_dump(doc, sort_keys=False))
+    run = lab.converge(MIXED, False, ["--limit", node])
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "TASK [metalserve.sglang.sglang_server : Stop and disable the retired units]" in run.stdout
+    units = docker("exec", node, "systemctl", "list-unit-files", "sglang-*", "--no-legend")
+    assert sorted(re.findall(r"^(sglang-\S+)\s+", units, re.M)) == [f"sglang-qwen3.8-27b-r{i}.service" for i in (0, 1)]
+    for i in (2, 3):
+        gone = docker("exec", node, "sh", "-c", f"ls /etc/systemd/system/sglang-qwen3.8-27b-r{i}.service "
+                      f"/etc/sglang/qwen3.8-27b-r{i}.env 2>&1; systemctl is-active sglang-qwen3.8-27b-r{i}.service")
+        assert gone.count("No such file") == 2 and gone.strip().endswith("inactive"), gone
+    assert docker("exec", node, "systemctl", "is-active", "metalserve-test-double-30000.service").strip() == "active"

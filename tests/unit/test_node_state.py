@@ -96,3 +96,26 @@ def test_module_runs_commands_through_run_command(tmp_path: Path) -> None:
     result = json.loads(out.stdout)
     assert out.returncode == 0 and not result.get("failed"), out.stdout + out.stderr
     assert result["state"] == {"literal": {"rc": 0, "stdout": "$HOME ~"}, "none": {"rc": 127, "stdout": ""}}
+
+
+def test_listings_select_what_ansible_find_selects(tmp_path: Path) -> None:
+    """The files a listing returns are those ansible.builtin.find (use_regex, file_type file) returns for the same
+    folder and pattern: its own filter (pfilter) and its regular-file test decide the expectation."""
+    from ansible.modules import find  # pylint: disable=import-outside-toplevel
+
+    units = tmp_path / "system"
+    units.mkdir()
+    for name in ("sglang-glm-5.3.service", "sglang-glm-5.3-r0.service", "sglang-glm-5.3-r1.service",
+                 "sglang-glm-5.30.service", "xsglang-glm-5.3.service", "sglang-glm-5.3-r2.service.bak"):
+        (units / name).write_text("[Unit]\n")
+    (units / "sglang-glm-5.3-r3.service").symlink_to(units / "sglang-glm-5.3.service")   # a link: not a file
+    (units / "sglang-glm-5.3-r4.service").mkdir()                                          # a folder: not a file
+    pattern = r"^sglang-glm-5\.3(-r[0-9]+)?\.service$"
+    expected = sorted(n for n in os.listdir(units) if find.pfilter(n, [pattern], None, True)
+                      and os.path.isfile(units / n) and not os.path.islink(units / n))
+    state, differ = ns.probe({"listings": [{"name": "units", "path": str(units), "pattern": pattern},
+                                           {"name": "none", "path": str(tmp_path / "nope"), "pattern": pattern}]},
+                             None, run)
+    assert differ == [] and state["units"] == {"exists": True, "files": expected}
+    assert expected == ["sglang-glm-5.3-r0.service", "sglang-glm-5.3-r1.service", "sglang-glm-5.3.service"]
+    assert state["none"] == {"exists": False, "files": []}
