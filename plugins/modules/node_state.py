@@ -65,9 +65,10 @@ options:
     default: []
   listings:
     description:
-      - Folders to list, C({name, path, pattern}) - the regular files (not links or folders) directly in C(path)
-        whose names C(pattern), a Python regular expression, matches from their start, as M(ansible.builtin.find)
-        with C(use_regex=true) and C(file_type=file) selects them; returned under RV(state) as C(files) (sorted
+      - Folders to list, C({name, path, pattern}) - the regular files (not links or folders, not hidden names)
+        directly in C(path) whose names C(pattern), a Python regular expression, matches from their start, as
+        M(ansible.builtin.find) with C(use_regex=true) and C(file_type=file) selects them; a missing folder lists
+        nothing, one that cannot be read (or a pattern that does not compile) fails the module; returned under RV(state) as C(files) (sorted
         names). A role compares them itself (for example units of replicas the plan no longer has).
     type: list
     elements: dict
@@ -234,22 +235,29 @@ def command_state(want, run):
     return {"rc": rc, "stdout": stdout.strip()}, False
 
 
+class ListingError(Exception):
+    """A folder a listing cannot read, or a pattern that is not a regular expression."""
+
+
 def listing_state(want):
     path = want["path"]
     try:
+        pattern = re.compile(want["pattern"])
         names = os.listdir(path)
-    except OSError:
+    except FileNotFoundError:
         return {"exists": False, "files": []}, False
-    pattern = re.compile(want["pattern"])
+    except (OSError, re.error) as exc:
+        raise ListingError("listing %s: cannot list %s with %r: %s" % (want["name"], path, want["pattern"], exc))
     files = []
     for entry in names:
-        if pattern.match(entry):
-            try:
-                regular = stat.S_ISREG(os.lstat(os.path.join(path, entry)).st_mode)
-            except OSError:  # gone meanwhile
-                regular = False
-            if regular:
-                files.append(entry)
+        if entry.startswith(".") or not pattern.match(entry):  # find skips hidden names (hidden=false)
+            continue
+        try:
+            regular = stat.S_ISREG(os.lstat(os.path.join(path, entry)).st_mode)
+        except OSError:  # gone meanwhile
+            regular = False
+        if regular:
+            files.append(entry)
     return {"exists": True, "files": sorted(files)}, False
 
 
@@ -286,7 +294,10 @@ def main():
         # the argv as given (no ~ or $VAR expansion); a program that cannot start raises OSError (rc 127 above)
         return module.run_command(argv, expand_user_and_vars=False, handle_exceptions=False)
 
-    state, differ = probe(module.params, module.get_bin_path("systemctl"), run)
+    try:
+        state, differ = probe(module.params, module.get_bin_path("systemctl"), run)
+    except ListingError as exc:
+        module.fail_json(msg=str(exc))
     module.exit_json(changed=False, differ=differ, state=state)
 
 

@@ -45,11 +45,15 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def headers() -> dict[str, str]:
+    """The real client's get_auth_headers(): the key from OPENAI_API_KEY as a bearer token."""
+    key = os.environ.get("OPENAI_API_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
 def post(url: str, body: dict[str, Any]) -> Any:
-    headers = {"Content-Type": "application/json"}
-    if os.environ.get("OPENAI_API_KEY"):
-        headers["Authorization"] = f"Bearer {os.environ['OPENAI_API_KEY']}"
-    return urllib.request.urlopen(urllib.request.Request(url, json.dumps(body).encode(), headers), timeout=300)
+    return urllib.request.urlopen(urllib.request.Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json", **headers()}), timeout=300)
 
 
 def one(args: argparse.Namespace) -> dict[str, Any]:
@@ -110,8 +114,13 @@ def inputs(args: argparse.Namespace) -> None:
 
 
 def server_info(base_url: str) -> Any:
-    with urllib.request.urlopen(base_url.rstrip("/") + "/server_info", timeout=30) as resp:
-        return json.loads(resp.read())
+    """What the server says of itself, or None where it does not answer (as the real client keeps it)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(base_url.rstrip("/") + "/server_info", headers=headers()),
+                                    timeout=30) as resp:
+            return json.loads(resp.read())
+    except (OSError, ValueError):
+        return None
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -228,9 +228,20 @@ def test_mixed_site_verify_reaches_every_instance_of_every_model_and_each_router
 
 def test_mixed_site_fewer_replicas_retire_the_others(mixed_site: dict) -> None:
     """sglang_replicas lowered from 4 to 2 on the Qwen node: the next converge stops, disables and removes r2 and r3
-    (units, environment files) before r0 and r1 change, and leaves every other unit of the node alone. Last of the
-    mixed tests: it changes the site."""
+    (units, environment files) before r0 and r1 change, and leaves every other unit of the node alone. r2 runs a TEST
+    DOUBLE process (a runtime drop-in: the lab's servers are not started) so that its stop is seen. Last of the mixed
+    tests: it changes the site."""
     node = f"metalserve-{MIXED}-node3"
+    wants = "/etc/systemd/system/multi-user.target.wants"
+    r2 = "sglang-qwen3.8-27b-r2.service"
+    for i in (2, 3):
+        assert docker("exec", node, "sh", "-c", f"test -L {wants}/sglang-qwen3.8-27b-r{i}.service "
+                      f"&& test -f /etc/sglang/qwen3.8-27b-r{i}.env && echo yes").strip() == "yes"
+        assert docker("exec", node, "systemctl", "is-enabled", f"sglang-qwen3.8-27b-r{i}.service").strip() == "enabled"
+    docker("exec", node, "sh", "-c", f"mkdir -p /run/systemd/system/{r2}.d && printf '%s\\n' '# TEST DOUBLE process' "
+           f"'[Service]' 'ExecStartPre=' 'ExecStartPost=' 'ExecStart=' 'ExecStart=/bin/sleep 86407' "
+           f"> /run/systemd/system/{r2}.d/test-double.conf && systemctl daemon-reload && systemctl start {r2}")
+    assert docker("exec", node, "systemctl", "is-active", r2).strip() == "active"
     inv = mixed_site["inv"]
     doc = yaml.safe_load(inv.read_text())
     doc["all"]["children"]["servers"]["children"]["qwen"]["vars"]["sglang_replicas"] = 2
@@ -240,8 +251,11 @@ def test_mixed_site_fewer_replicas_retire_the_others(mixed_site: dict) -> None:
     assert "TASK [metalserve.sglang.sglang_server : Stop and disable the retired units]" in run.stdout
     units = docker("exec", node, "systemctl", "list-unit-files", "sglang-*", "--no-legend")
     assert sorted(re.findall(r"^(sglang-\S+)\s+", units, re.M)) == [f"sglang-qwen3.8-27b-r{i}.service" for i in (0, 1)]
+    assert docker("exec", node, "pgrep", "-f", "sleep 86407").strip() == ""   # stopped
     for i in (2, 3):
-        gone = docker("exec", node, "sh", "-c", f"ls /etc/systemd/system/sglang-qwen3.8-27b-r{i}.service "
-                      f"/etc/sglang/qwen3.8-27b-r{i}.env 2>&1; systemctl is-active sglang-qwen3.8-27b-r{i}.service")
-        assert gone.count("No such file") == 2 and gone.strip().endswith("inactive"), gone
+        gone = docker("exec", node, "sh", "-c", f"ls {wants}/sglang-qwen3.8-27b-r{i}.service "
+                      f"/etc/systemd/system/sglang-qwen3.8-27b-r{i}.service /etc/sglang/qwen3.8-27b-r{i}.env 2>&1")
+        assert gone.count("No such file") == 3, gone      # disabled, and its unit and environment files removed
+    for i in (0, 1):
+        assert docker("exec", node, "systemctl", "is-enabled", f"sglang-qwen3.8-27b-r{i}.service").strip() == "enabled"
     assert docker("exec", node, "systemctl", "is-active", "metalserve-test-double-30000.service").strip() == "active"

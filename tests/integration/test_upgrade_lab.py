@@ -166,7 +166,9 @@ def build(name: str, servers: int, shape: str, units: list[str], tmp: Path, dock
             docker("cp", str(ROOT / "tests" / "doubles" / script), f"{host}:{TEST_DIR}/{script}", check=True)
         docker("cp", str(ROOT / "tests" / "lab" / "make_tokenizer.py"), f"{host}:{TEST_DIR}/make_tokenizer.py",
                check=True)
-        sh(host, f"/opt/sglang/venvs/{NEW}/bin/python {TEST_DIR}/make_tokenizer.py /srv/bench")
+        # the python of a release the volume has (lab.ensure_venv fills it with the inventory's, OLD, when empty)
+        sh(host, f"py=$(ls -d /opt/sglang/venvs/{NEW}/bin/python /opt/sglang/venvs/{OLD}/bin/python 2>/dev/null "
+                 f"| head -1); $py {TEST_DIR}/make_tokenizer.py /srv/bench")
     for host in the.docker_servers:  # no venv there: the uv server's tokenizer folder, copied as it is
         tar = subprocess.run(["docker", "cp", f"{uv_servers[0]}:/srv/bench", "-"], capture_output=True, check=True).stdout
         subprocess.run(["docker", "cp", "-", f"{host}:/srv"], input=tar, capture_output=True, check=True)

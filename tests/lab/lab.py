@@ -125,11 +125,13 @@ def trust_registry(host: str, registry: str) -> None:
     """The node's daemon pulls from the lab registry over plain HTTP at `registry` (the lab network's gateway)."""
     config = {**DOCKERD_CONFIG, "insecure-registries": [registry]}
     sh(["docker", "exec", "-i", host, "sh", "-c", "cat > /etc/docker/daemon.json && systemctl restart docker"],
-       input=json.dumps(config, indent=1) + "\n")
+       input=json.dumps(config, indent=1) + "\n", check=False)
     info = sh(["docker", "exec", host, "docker", "info", "-f", "{{.Driver}} {{json .RegistryConfig.IndexConfigs}}"],
               check=False).stdout
     if not info.startswith("overlay2 ") or f'"{registry}"' not in info:
-        raise SystemExit(f"{host}: its Docker daemon did not start with overlay2 and the registry {registry}: {info}")
+        journal = sh(["docker", "exec", host, "journalctl", "-u", "docker", "-n", "20", "--no-pager"], check=False).stdout
+        raise SystemExit(f"{host}: its Docker daemon did not start with overlay2 and the registry {registry} "
+                         f"(docker info: {info.strip() or 'no answer'}):\n{journal}")
 
 
 def start_container(name: str, host: str, network: str, checkpoint: Path, docker_socket: bool = False,

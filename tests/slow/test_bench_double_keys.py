@@ -40,8 +40,9 @@ def test_the_client_double_writes_the_keys_of_the_releases_bench_serving(release
                              capture_output=True, text=True, check=True).stdout.strip()
     # 0.5.23 keeps the client in sglang/benchmark/serving.py (sglang/bench_serving.py is a shim there); 0.5.13.post1
     # in sglang/bench_serving.py
-    serving = next(f for f in (Path(purelib) / "sglang" / "benchmark" / "serving.py",
-                               Path(purelib) / "sglang" / "bench_serving.py") if f.exists())
+    serving = next((f for f in (Path(purelib) / "sglang" / "benchmark" / "serving.py",
+                                Path(purelib) / "sglang" / "bench_serving.py") if f.exists()), None)
+    assert serving is not None, f"SGLang {release} has its client in neither place under {purelib}/sglang"
     real = real_result_keys(serving)
     sys.path.insert(0, str(ROOT / "tests" / "doubles"))
     import bench_serving_double  # noqa: E402  pylint: disable=import-outside-toplevel

@@ -106,16 +106,31 @@ def test_listings_select_what_ansible_find_selects(tmp_path: Path) -> None:
     units = tmp_path / "system"
     units.mkdir()
     for name in ("sglang-glm-5.3.service", "sglang-glm-5.3-r0.service", "sglang-glm-5.3-r1.service",
-                 "sglang-glm-5.30.service", "xsglang-glm-5.3.service", "sglang-glm-5.3-r2.service.bak"):
+                 "sglang-glm-5.30.service", "xsglang-glm-5.3.service", "sglang-glm-5.3-r2.service.bak", ".hidden"):
         (units / name).write_text("[Unit]\n")
     (units / "sglang-glm-5.3-r3.service").symlink_to(units / "sglang-glm-5.3.service")   # a link: not a file
     (units / "sglang-glm-5.3-r4.service").mkdir()                                          # a folder: not a file
     pattern = r"^sglang-glm-5\.3(-r[0-9]+)?\.service$"
     expected = sorted(n for n in os.listdir(units) if find.pfilter(n, [pattern], None, True)
                       and os.path.isfile(units / n) and not os.path.islink(units / n))
+    # find's own hidden-name rule (hidden=false): what `.*` selects beside the dot-name
+    every = sorted(n for n in os.listdir(units) if find.pfilter(n, [".*"], None, True) and not n.startswith(".")
+                   and os.path.isfile(units / n) and not os.path.islink(units / n))
     state, differ = ns.probe({"listings": [{"name": "units", "path": str(units), "pattern": pattern},
+                                           {"name": "all", "path": str(units), "pattern": ".*"},
                                            {"name": "none", "path": str(tmp_path / "nope"), "pattern": pattern}]},
                              None, run)
     assert differ == [] and state["units"] == {"exists": True, "files": expected}
+    assert state["all"]["files"] == every and ".hidden" not in every
     assert expected == ["sglang-glm-5.3-r0.service", "sglang-glm-5.3-r1.service", "sglang-glm-5.3.service"]
     assert state["none"] == {"exists": False, "files": []}
+
+
+def test_a_listing_it_cannot_make_fails(tmp_path: Path) -> None:
+    import pytest  # pylint: disable=import-outside-toplevel
+
+    with pytest.raises(ns.ListingError, match=r"listing units: cannot list .* with '\(': "):
+        ns.probe({"listings": [{"name": "units", "path": str(tmp_path), "pattern": "("}]}, None, run)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ns.ListingError, match="Not a directory"):
+        ns.probe({"listings": [{"name": "units", "path": str(tmp_path / "file"), "pattern": ".*"}]}, None, run)
