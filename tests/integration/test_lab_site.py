@@ -242,6 +242,9 @@ def test_mixed_site_fewer_replicas_retire_the_others(mixed_site: dict) -> None:
            f"'[Service]' 'ExecStartPre=' 'ExecStartPost=' 'ExecStart=' 'ExecStart=/bin/sleep 86407' "
            f"> /run/systemd/system/{r2}.d/test-double.conf && systemctl daemon-reload && systemctl start {r2}")
     assert docker("exec", node, "systemctl", "is-active", r2).strip() == "active"
+    # r3's secret and token files, and a unit of another name that the retire rule must leave alone
+    docker("exec", node, "sh", "-c", "touch /etc/sglang/qwen3.8-27b-r3.secrets.yaml /etc/sglang/qwen3.8-27b-r3.hf_token "
+           "&& printf '[Service]\\nExecStart=/bin/true\\n' > /etc/systemd/system/sglang-qwen3.8-27b-old.service")
     inv = mixed_site["inv"]
     doc = yaml.safe_load(inv.read_text())
     doc["all"]["children"]["servers"]["children"]["qwen"]["vars"]["sglang_replicas"] = 2
@@ -250,8 +253,15 @@ def test_mixed_site_fewer_replicas_retire_the_others(mixed_site: dict) -> None:
     assert run.returncode == 0, run.stdout[-3000:]
     assert "TASK [metalserve.sglang.sglang_server : Stop and disable the retired units]" in run.stdout
     units = docker("exec", node, "systemctl", "list-unit-files", "sglang-*", "--no-legend")
-    assert sorted(re.findall(r"^(sglang-\S+)\s+", units, re.M)) == [f"sglang-qwen3.8-27b-r{i}.service" for i in (0, 1)]
-    assert docker("exec", node, "pgrep", "-f", "sleep 86407").strip() == ""   # stopped
+    assert sorted(re.findall(r"^(sglang-\S+)\s+", units, re.M)) == ["sglang-qwen3.8-27b-old.service"] + [
+        f"sglang-qwen3.8-27b-r{i}.service" for i in (0, 1)]
+    assert docker("exec", node, "systemctl", "is-active", r2).strip() == "inactive"   # stopped (a running one stays
+    assert docker("exec", node, "pgrep", "-f", "sleep 86407").strip() == ""            # active without its file)
+    # retired before the first replica's changes are applied (that include's header prints whether it runs or not)
+    assert run.stdout.index("Stop and disable the retired units") < run.stdout.index(
+        "TASK [metalserve.sglang.sglang_server : Apply what differs")
+    assert docker("exec", node, "sh", "-c", "ls /etc/sglang/qwen3.8-27b-r3.secrets.yaml /etc/sglang/qwen3.8-27b-r3.hf_token "
+                  "2>&1").count("No such file") == 2
     for i in (2, 3):
         gone = docker("exec", node, "sh", "-c", f"ls {wants}/sglang-qwen3.8-27b-r{i}.service "
                       f"/etc/systemd/system/sglang-qwen3.8-27b-r{i}.service /etc/sglang/qwen3.8-27b-r{i}.env 2>&1")

@@ -289,7 +289,8 @@ def retire_rule(plan: dict[str, Any]) -> dict[str, Any]:
         if name.startswith(plan["instance"]):
             paths.append(f"{folder}/{{instance}}{name[len(plan['instance']):]}")
     # the instance name of a unit is the name between these, cut by length in the role: a regex back-reference there
-    # ('\\1' in regex_replace) wrote a literal \1 under ansible-core 2.19, so retired env and secret files stayed
+    # ('\\1' in regex_replace, inside {{ }} of a folded YAML block) reached re as two backslashes and wrote a literal
+    # \1 (ansible-core 2.18 and 2.19 alike), so retired env and secret files stayed
     return {"pattern": placement.retired_units(base), "units_dir": node.folder("units"), "paths": paths,
             "unit_prefix": node.systemd("unit_prefix"), "unit_suffix": node.systemd("unit_suffix")}
 
