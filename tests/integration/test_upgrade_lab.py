@@ -138,6 +138,17 @@ def recap(out: str) -> dict[str, str]:
     return dict(re.findall(r"^(\S+)\s+: (ok=.*)$", out, re.M))
 
 
+def committed_in_order(site: Lab, run: Any, instance: str = "glm-5.3") -> dict[str, Any]:
+    """The run succeeded, committed, moved the servers' units in inventory order (the canary, then one wave each) and
+    promoted every one on a passing verdict; the state, for the caller's own checks."""
+    assert run.returncode == 0, run.stdout[-5000:]
+    state = site.state()
+    assert state["status"] == "committed"
+    assert [state["canary"]] + [w[0] for w in state["waves"]] == [f"{instance}@{h}" for h in site.servers]
+    assert all(u["phase"] == "promoted" and u["verdict"]["ok"] for u in state["units"].values())
+    return state
+
+
 def expect_release(node: dict[str, Any], release: str) -> None:
     assert node["exec"][:2] == [f"/opt/sglang/venvs/{release}/bin/sglang", "serve"], node["exec"][:2]
     assert node["current"] == f"/opt/sglang/venvs/{release}", node
@@ -234,11 +245,7 @@ def test_1_good_release_promoted_through_canary_and_two_waves(site: Lab) -> None
     start = time.monotonic()
     run = site.upgrade("-e", json.dumps({"upgrade_from": {"sglang_version": OLD}}))
     site.timings["good upgrade, canary + 2 waves + router (s)"] = round(time.monotonic() - start, 1)
-    assert run.returncode == 0, run.stdout[-5000:]
-    state = site.state()
-    assert state["status"] == "committed"
-    assert [state["canary"]] + [w[0] for w in state["waves"]] == [f"glm-5.3@{h}" for h in site.servers]
-    assert all(u["phase"] == "promoted" and u["verdict"]["ok"] for u in state["units"].values())
+    committed_in_order(site, run)
     for host in site.servers:
         expect_release(site.node(host), NEW)
     assert f"/opt/sglang/venvs/{NEW}/bin/python -m sglang_router.launch_router" in site.router_unit()
@@ -388,11 +395,7 @@ def test_6_hosts_of_several_servers_move_whole(replica_site: Lab) -> None:
     start = time.monotonic()
     run = site.upgrade("-e", json.dumps({"upgrade_from": {"sglang_version": OLD}}))
     site.timings["good upgrade, 2 hosts of 2 replicas + router (s)"] = round(time.monotonic() - start, 1)
-    assert run.returncode == 0, run.stdout[-5000:]
-    state = site.state()
-    assert state["status"] == "committed"
-    assert [state["canary"]] + [w[0] for w in state["waves"]] == [f"{QWEN}@{h}" for h in site.servers]
-    assert all(u["phase"] == "promoted" and u["verdict"]["ok"] for u in state["units"].values())
+    committed_in_order(site, run, QWEN)
     # both replicas of the canary were taken out (DELETE /workers/{id}) and put back (POST /workers)
     removed = run.stdout.split("TASK [Remove it from each (DELETE /workers/{id})]")[1].split("TASK [")[0]
     deleted = [line for line in removed.splitlines() if line.startswith("changed: [")]  # not a skipped item
@@ -486,10 +489,14 @@ def image_id(host: str, ref: str) -> str:
     return sh(host, f"docker image inspect -f '{{{{.Id}}}}' {ref}").strip()
 
 
+def mirror(site: Lab) -> str:
+    """The registry mirror the docker servers pull through (lab.py's docker shape: the lab network's gateway)."""
+    return str(yaml.safe_load(site.inv.read_text())["all"]["children"]["docker_servers"]["vars"][
+        "sglang_install_registry_mirror"])
+
+
 def expect_image(site: Lab, now: dict[str, Any], ref: str, release: str) -> None:
-    mirror = yaml.safe_load(site.inv.read_text())["all"]["children"]["docker_servers"]["vars"][
-        "sglang_install_registry_mirror"]
-    assert now["image"] == mirror + ref, now
+    assert now["image"] == mirror(site) + ref, now
     assert now["runs"] == now["named"] and now["serves"] == release and now["active"] == "active", now
 
 
@@ -510,11 +517,7 @@ def test_d1_mixed_site_good_image_and_release_through_canary_and_waves(docker_si
                                          "upgrade_from_groups": {"docker_servers": {"sglang_image": OLD_IMAGE}}}))
     site.timings["good upgrade, 2 docker + 1 uv servers (canary + 2 waves) + router (s)"] = round(
         time.monotonic() - start, 1)
-    assert run.returncode == 0, run.stdout[-5000:]
-    state = site.state()
-    assert state["status"] == "committed"
-    assert [state["canary"]] + [w[0] for w in state["waves"]] == [f"glm-5.3@{h}" for h in site.servers]
-    assert all(u["phase"] == "promoted" and u["verdict"]["ok"] for u in state["units"].values())
+    state = committed_in_order(site, run)
     for host in site.docker_servers:
         now = dnode(host)
         expect_image(site, now, GOOD_IMAGE, NEW)
@@ -557,8 +560,8 @@ def test_d2_slower_image_rolled_back_to_the_previous_image_id(docker_site: Lab) 
     uv_before = site.node(site.servers[2])
     # the canary's tag of the image it runs has moved since it started (as a later pull of a re-pushed tag moves it):
     # the rollback must tag the image ID it ran before, not start whatever the reference names now
-    mirror = before[canary]["image"].split("lmsysorg/")[0]
-    sh(canary, f"docker pull -q {mirror}{BROKEN_IMAGE} && docker tag {mirror}{BROKEN_IMAGE} {before[canary]['image']}")
+    moved = mirror(site) + BROKEN_IMAGE
+    sh(canary, f"docker pull -q {moved} && docker tag {moved} {before[canary]['image']}")
     assert image_id(canary, before[canary]["image"]) not in ("", before[canary]["runs"])
     site.set_vars("docker_servers", sglang_image=SLOW_IMAGE)
     run = site.upgrade()
@@ -569,7 +572,7 @@ def test_d2_slower_image_rolled_back_to_the_previous_image_id(docker_site: Lab) 
     now = dnode(canary)
     expect_image(site, now, GOOD_IMAGE, NEW)   # the previous reference, naming the image ID it ran before again
     assert now["runs"] == before[canary]["runs"] and now["container"] != before[canary]["container"]
-    assert image_id(canary, mirror + SLOW_IMAGE) not in ("", now["runs"])    # the slow image was pulled, and left
+    assert image_id(canary, mirror(site) + SLOW_IMAGE) not in ("", now["runs"])    # the slow image was pulled, and left
     assert dnode(wave) == before[wave] and site.node(site.servers[2]) == uv_before
     assert len(site.pool()) == 3
 
