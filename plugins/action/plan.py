@@ -19,10 +19,14 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import atomic
 from ansible_collections.metalserve.sglang.plugins.modules.plan import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import warm
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import artifact, inventory_vars
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
+
+# the strategy imports this module in the controller's main process: load the Jinja plugins there (plugin_utils/warm.py)
+warm.load()
 
 
 def _depends_on(plans: dict[str, Any], hosts: list[str]) -> set[str]:

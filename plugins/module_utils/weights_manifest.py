@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any
+import urllib.parse
+from typing import Any, Callable
 
 INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
@@ -130,3 +131,50 @@ def describe(result: dict[str, Any]) -> str:
             shown = ", ".join(result[key][:5]) + (f" and {len(result[key]) - 5} more" if len(result[key]) > 5 else "")
             parts.append(f"{label}: {shown}")
     return "; ".join(result["problems"] + parts) or "complete"
+
+
+class HubError(Exception):
+    """The Hub's manifest could not be read (its message names the URL and whether a token was sent)."""
+
+
+def hub_manifest(fetch: Callable[..., Any], hub: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The manifest from the Hub's repo info (GET /api/models/<repo>/revision/<rev>?blobs=true). `fetch(url,
+    headers)` returns (response or None, info) as Ansible's fetch_url does (the node's proxy settings and CA bundle
+    apply); the token is read from hub['token_file'] on the node and sent as a bearer header."""
+    # no default here: the plan owns the Hub's address (data/node.yml endpoints.hub) and the role passes it
+    endpoint = str(hub.get("endpoint") or "").rstrip("/")
+    if not endpoint:
+        raise HubError("hub.endpoint: the Hub API's URL is required (the model_weights role passes the plan's "
+                       "model_weights_hf_endpoint, or the Hugging Face Hub's)")
+    repo, revision = hub["repo"], urllib.parse.quote(hub.get("revision") or "main", safe="")
+    url = f"{endpoint}/api/models/{repo}/revision/{revision}?blobs=true"
+    headers = {}
+    if hub.get("token_file"):
+        try:
+            with open(hub["token_file"], encoding="utf-8") as handle:
+                token = handle.read().strip()
+        except OSError:
+            token = ""
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+    response, info = fetch(url, headers)
+    if response is None or info.get("status") != 200:
+        raise HubError(f"could not read the manifest from {url}: HTTP {info.get('status')} {info.get('msg', '')}"
+                       f"{' (hub.token_file is set)' if headers else ' (no token: hub.token_file is not set)'}")
+    return manifest_from_hub(json.loads(response.read()))
+
+
+def staged(path: str, source_path: str | None, hub: dict[str, Any] | None, fetch: Callable[..., Any],
+           verify_checksums: bool = False, manifest: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What is staged at `path` against the manifest of its source (a copy source's folder, the Hub's repo info, or
+    `manifest` as given): check_dir's answer with the manifest, a summary and the free bytes. Raises OSError or
+    HubError when the manifest cannot be read."""
+    if source_path:
+        manifest = manifest_from_dir(source_path)
+    elif hub:
+        manifest = hub_manifest(fetch, hub)
+    result = check_dir(path, manifest or {}, verify_checksums)
+    result["manifest"] = manifest or {}
+    result["summary"] = describe(result)
+    result["free_bytes"] = free_bytes(path)
+    return result

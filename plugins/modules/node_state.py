@@ -74,6 +74,18 @@ options:
     elements: dict
     default: []
     version_added: 0.4.0
+  weights:
+    description:
+      - Checkpoint folders to check, C({name, path, source_path, hub}) - what is staged in C(path) against the
+        manifest of its source (a copy source's folder, or C(hub) - C({endpoint, repo, revision, token_file}) - the
+        Hub's repo info), as M(metalserve.sglang.weights_check) reads it; returned under RV(state) as that module's
+        answer (C(complete), C(manifest), C(missing), C(wrong_size), C(free_bytes), ...). The item differs when the copy
+        is not complete, and when its manifest cannot be read (then its state holds only C(error), and the module
+        does not fail - the role reads it again with M(metalserve.sglang.weights_check) after writing the token).
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.4.0
 extends_documentation_fragment:
   - metalserve.sglang.attributes.node
   - ansible.builtin.action_common_attributes
@@ -108,8 +120,9 @@ differ:
   elements: str
   sample: [unit, service]
 state:
-  description: What was found, per item name (files - exists, sha256, mode, owner, group; units - active, enabled,
-    loaded, job; commands - rc, stdout; listings - exists, files).
+  description:
+    - What was found, per item name (files - exists, sha256, mode, owner, group; units - active, enabled, loaded,
+      job; commands - rc, stdout; listings - exists, files; weights - the copy's check, or error).
   returned: always
   type: dict
 """
@@ -122,6 +135,9 @@ import re  # noqa: E402
 import stat  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
+from ansible.module_utils.urls import fetch_url  # noqa: E402
+
+from ansible_collections.metalserve.sglang.plugins.module_utils import weights_manifest  # noqa: E402
 
 
 def _owner(st):
@@ -261,9 +277,20 @@ def listing_state(want):
     return {"exists": True, "files": sorted(files)}, False
 
 
-def probe(params, systemctl, run):
+def weights_state(want, fetch):
+    """What is staged in want['path'] against its source's manifest; a manifest that cannot be read is an answer
+    (error), not a failure: a role that reuses this run's probe then checks again itself."""
+    try:
+        found = weights_manifest.staged(want["path"], want.get("source_path"), want.get("hub"), fetch)
+    except (OSError, ValueError, weights_manifest.HubError) as exc:
+        return {"error": str(exc)}, True
+    return found, not found["complete"]
+
+
+def probe(params, systemctl, run, fetch=None):
     """What the node has against what `params` want. `run(argv)` runs a read-only program and returns
-    (rc, stdout, stderr), raising OSError when the program cannot be started (the module: run_command)."""
+    (rc, stdout, stderr), raising OSError when the program cannot be started (the module: run_command);
+    `fetch(url, headers)` reads a URL as fetch_url does (the Hub's manifest of a weights item)."""
     state = {}
     differ = []
     checks = [("files", file_state), ("directories", directory_state), ("links", link_state),
@@ -281,21 +308,28 @@ def probe(params, systemctl, run):
         state[want["name"]], differs = unit_state(want, systemctl, run)
         if differs:
             differ.append(want["name"])
+    for want in params.get("weights") or []:
+        state[want["name"]], differs = weights_state(want, fetch)
+        if differs:
+            differ.append(want["name"])
     return state, differ
 
 
 def main():
     item = {"type": "list", "elements": "dict", "default": []}
     module = AnsibleModule(argument_spec={key: dict(item) for key in (
-        "files", "directories", "links", "groups", "users", "units", "commands", "listings")},
+        "files", "directories", "links", "groups", "users", "units", "commands", "listings", "weights")},
         supports_check_mode=True)
 
     def run(argv):
         # the argv as given (no ~ or $VAR expansion); a program that cannot start raises OSError (rc 127 above)
         return module.run_command(argv, expand_user_and_vars=False, handle_exceptions=False)
 
+    def fetch(url, headers):
+        return fetch_url(module, url, headers=headers, timeout=60)
+
     try:
-        state, differ = probe(module.params, module.get_bin_path("systemctl"), run)
+        state, differ = probe(module.params, module.get_bin_path("systemctl"), run, fetch)
     except ListingError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, differ=differ, state=state)

@@ -89,40 +89,10 @@ free_bytes:
   type: int
 """
 
-import json
-import urllib.parse
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import fetch_url
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import weights_manifest
-
-
-def hub_manifest(module, hub):
-    """The manifest from the Hub's repo info (GET /api/models/<repo>/revision/<rev>?blobs=true), fetched with
-    Ansible's own HTTP client (fetch_url: the node's proxy settings and CA bundle apply)."""
-    # no default here: the plan owns the Hub's address (data/node.yml endpoints.hub) and the role passes it
-    endpoint = str(hub.get("endpoint") or "").rstrip("/")
-    if not endpoint:
-        module.fail_json(msg="hub.endpoint: the Hub API's URL is required (the model_weights role passes the plan's "
-                             "model_weights_hf_endpoint, or the Hugging Face Hub's)")
-    repo, revision = hub["repo"], urllib.parse.quote(hub.get("revision") or "main", safe="")
-    url = f"{endpoint}/api/models/{repo}/revision/{revision}?blobs=true"
-    headers = {}
-    if hub.get("token_file"):
-        try:
-            with open(hub["token_file"], encoding="utf-8") as handle:
-                token = handle.read().strip()
-        except OSError:
-            token = ""
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-    response, info = fetch_url(module, url, headers=headers, timeout=60)
-    if response is None or info.get("status") != 200:
-        module.fail_json(msg=f"could not read the manifest from {url}: HTTP {info.get('status')} {info.get('msg', '')}"
-                             f"{' (hub.token_file is set)' if headers else ' (no token: hub.token_file is not set)'}",
-                         url=url, status=info.get("status"))
-    return weights_manifest.manifest_from_hub(json.loads(response.read()))
 
 
 def main():
@@ -135,18 +105,17 @@ def main():
         "fail_incomplete": {"type": "bool", "default": False},
     }, mutually_exclusive=[["manifest", "source_path", "hub"]], supports_check_mode=True)
     params = module.params
-    manifest = params["manifest"] or {}
+
+    def fetch(url, headers):
+        return fetch_url(module, url, headers=headers, timeout=60)
+
     try:
-        if params["source_path"]:
-            manifest = weights_manifest.manifest_from_dir(params["source_path"])
-        elif params["hub"]:
-            manifest = hub_manifest(module, params["hub"])
+        result = weights_manifest.staged(params["path"], params["source_path"], params["hub"], fetch,
+                                         params["verify_checksums"], params["manifest"])
+    except weights_manifest.HubError as exc:
+        module.fail_json(msg=str(exc))
     except OSError as exc:
         module.fail_json(msg=f"could not read the manifest: {exc}")
-    result = weights_manifest.check_dir(params["path"], manifest, params["verify_checksums"])
-    result["manifest"] = manifest
-    result["summary"] = weights_manifest.describe(result)
-    result["free_bytes"] = weights_manifest.free_bytes(params["path"])
     if params["fail_incomplete"] and not result["complete"]:
         module.fail_json(msg=f"{params['path']} is incomplete: {result['summary']}", **result)
     module.exit_json(changed=False, **result)

@@ -27,7 +27,7 @@ MINIMAL: dict[str, dict[str, Any]] = {
     "acceptance": {"plans": {}}, "bench_report": {"results": "r.jsonl", "host": "h", "model": "glm-5.3",
                                                   "cell": {}, "gpus": 8, "out_dir": "out"},
     "check_variables": {"roles": ["preflight"]}, "gpu_facts": {}, "plan": {}, "preflight": {"plans": {}},
-    "import_page": {"dest": "models"},
+    "import_page": {"dest": "models"}, "node_probe": {"plan": {}},
     "render_plan": {"dest": "rendered"}, "size_report": {"result": {"rows": []}, "dest": "rendered"},
     "upgrade_plan": {"dest": "rendered/upgrade"}, "upgrade_record": {"dest": "rendered/upgrade", "event": "report"},
     "weights_wait": {"jid": "1"},
@@ -53,6 +53,8 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "plan-type": ("plan", {"fail_on_error": "maybe"}),
     "preflight-type": ("preflight", {"plans": {}, "vram_headroom": "lots"}),
     "weights_wait-type": ("weights_wait", {"jid": "1", "poll": "soon"}),
+    "node_probe-missing": ("node_probe", {"stage": "server"}),
+    "node_probe-type": ("node_probe", {"plan": {}, "stage": "everything"}),
 }
 # arguments that fit: the same play runs them to the end (what is validated is what the action then uses)
 FITTING: dict[str, tuple[str, dict[str, Any]]] = {

@@ -91,8 +91,10 @@ def test_module_runs_commands_through_run_command(tmp_path: Path) -> None:
     args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"commands": [
         {"name": "literal", "argv": ["echo", "$HOME", "~"]},
         {"name": "none", "argv": ["/nonexistent/uv", "--version"]}]}}))
+    # the collection's module_utils on the path, as AnsiballZ bundles them
+    collections = str(Path(ns.__file__).parents[5])
     out = subprocess.run([sys.executable, ns.__file__, str(args)], capture_output=True, text=True, check=False,
-                         env={**os.environ, "HOME": "/home/nobody-here"})
+                         env={**os.environ, "HOME": "/home/nobody-here", "PYTHONPATH": collections})
     result = json.loads(out.stdout)
     assert out.returncode == 0 and not result.get("failed"), out.stdout + out.stderr
     assert result["state"] == {"literal": {"rc": 0, "stdout": "$HOME ~"}, "none": {"rc": 127, "stdout": ""}}

@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: metalserve.sglang contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin metalserve.sglang.node_probe: the node_state requests of a host's stages (plugin_utils/site/probe.py,
+their one home), asked in one module run and cut back into each stage's answer; or one stage's answer, from that
+shared answer while it holds, else from its own module run."""
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.metalserve.sglang.plugins.modules.node_probe import ARGUMENT_SPEC
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import warm
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import probe
+
+#: what site.yml registers the answer of every stage as, and the facts the roles set when they changed the host
+SHARED = "metalserve_node"
+DIRTY = ("sglang_install_node_dirty", "model_weights_node_dirty", "sglang_server_node_dirty")
+
+# the strategy imports this module in the controller's main process: load the Jinja plugins there (plugin_utils/warm.py)
+warm.load()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        args = validated(self, ARGUMENT_SPEC)
+        secrets = {key: self._secret(task_vars, names) for key, names in probe.SECRET_VARS.items()}
+        if args["stage"]:
+            request = probe.stage_wants(args["plan"], args["stage"], args["replica"], args["play_hosts"], secrets,
+                                        args["router_start"])
+            shared = probe.reusable(to_plain(task_vars.get(SHARED)), args["stage"], args["replica"], request,
+                                    any(to_plain(task_vars.get(name)) is True for name in DIRTY))
+            if shared is not None:
+                result.update(changed=False, reused=True, **shared)
+                return result
+            answer = self._node_state(request, task_vars)
+            result.update(answer if answer.get("failed") else {"changed": False, "reused": False,
+                                                               "differ": answer["differ"],
+                                                               "state": probe.public(answer["state"])})
+            return result
+        wants = probe.host_wants(args["plan"], args["play_hosts"], secrets, args["router_start"])
+        answer = self._node_state(probe.merge(wants), task_vars)
+        result.update(answer if answer.get("failed") else {"changed": False, "stages": probe.split(wants, answer)})
+        return result
+
+    def _secret(self, task_vars: dict[str, Any], names: tuple[str, ...]) -> str:
+        """The first of `names` set to a non-empty value, rendered (a role default is a template), else ''."""
+        for name in names:
+            if name in task_vars:
+                value = to_plain(self._templar.template(task_vars[name]))
+                if value not in (None, ""):
+                    return str(value)
+        return ""
+
+    def _node_state(self, request: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        return self._execute_module(module_name="metalserve.sglang.node_state", module_args=request,
+                                    task_vars=task_vars)

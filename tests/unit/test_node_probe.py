@@ -1,0 +1,167 @@
+"""One probe per node (plugins/plugin_utils/site/probe.py, the node_probe action): the stages ask for what render.yml
+shows the node gets, the merged request answers each stage as the real node_state would for that stage alone, and a
+stage reuses the shared answer only for the same request with nothing changed before it.
+
+Expectations come from outside probe.py: the rendered files (render.node_files, what rendered/ shows), the roles'
+shipped helper scripts, and node_state's own probe() run against real files on this machine."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ansible_collections.metalserve.sglang.plugins.modules import node_state as ns
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import probe, render
+from ansible_collections.metalserve.sglang.tests.helpers import ROOT
+from ansible_collections.metalserve.sglang.tests.unit.test_replicas import TP2, fleet, planned
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def run(argv: list[str]) -> tuple[int, str, str]:
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return out.returncode, out.stdout, out.stderr
+
+
+def site(method: str) -> dict[str, Any]:
+    hostvars, groups = fleet()
+    hostvars = {h: {**v, "sglang_install_method": method} if h != "mon" else v for h, v in hostvars.items()}
+    return planned(hostvars, groups)
+
+
+@pytest.mark.parametrize("method", ["uv", "docker"])
+def test_the_stages_ask_for_the_files_render_shows(method: str) -> None:
+    plans = site(method)["plans"]
+    for host in ("q1", "rq"):
+        plan = plans[host]
+        rendered = {entry["path"]: entry for entry in render.node_files(plan, None).values()}
+        wants = probe.host_wants(plan, ["q1", "q2", "rq"], {}, True)
+        parts = wants["server"] if host == "q1" else [wants["router"]]
+        for part in parts:
+            for item in part["files"]:
+                if item.get("absent") or item["name"].startswith("helper_") and host == "q1":
+                    continue
+                entry = rendered[item["path"]]
+                assert item["sha256"] == sha(entry["content"] or ""), (host, item["name"])
+                assert item["mode"] == entry["mode"], (host, item["name"])
+        if host == "q1":
+            units = {p["units"][0]["unit"] for p in parts}
+            assert units == {r["unit"] for r in plan["replicas"]}
+            assert [bool(p["listings"]) for p in parts] == [True, False, False, False]
+
+
+def test_the_server_helpers_are_the_role_s_own_scripts() -> None:
+    part = probe.server_wants(site("uv")["plans"]["q1"], 0, {})
+    helpers = {f["src"]: f["sha256"] for f in part["files"] if "src" in f}
+    files = ROOT / "roles" / "sglang_server" / "files"
+    assert helpers == {name: sha((files / name).read_text()) for name in ("wait_healthy.py", "check_args.py")}
+
+
+@pytest.mark.parametrize(("method", "changed"), [("uv", {"env", "secrets"}), ("docker", {"token", "secrets"})])
+def test_secrets_change_only_their_files_and_never_leave_as_values(method: str, changed: set[str]) -> None:
+    """uv: the token in the 0600 environment file; docker: in a file of its own (docker inspect shows the env)."""
+    hostvars, groups = fleet()
+    hostvars = {h: {**v, "sglang_install_method": method, "sglang_api_key": "key-123",
+                    "sglang_hf_token": "hf_x" * 8} if h != "mon" else v
+                for h, v in hostvars.items()}
+    plan = planned(hostvars, groups)["plans"]["q1"]
+    bare = probe.server_wants(plan, 0, {})
+    secret = probe.server_wants(plan, 0, {"server_hf_token": "hf_x" * 8, "server_api_key": "key-123"})
+    assert {a["name"] for a, b in zip(bare["files"], secret["files"]) if a != b} == changed
+    assert "hf_x" not in repr(secret) and "key-123" not in repr(secret)
+    written = next(f for f in secret["files"] if f["name"] == "secrets")
+    assert written["sha256"] == sha("api-key: key-123\n") and written["mode"] == "0640"
+
+
+def make_node(root: Path) -> dict[str, Any]:
+    """Two stages' requests against real files: some as wanted, some not."""
+    (root / "a.txt").write_text("alpha")
+    (root / "b.txt").write_text("stale")
+    (root / "units").mkdir()
+    (root / "units" / "sglang-x.service").write_text("")
+    (root / "current").symlink_to(root / "v1")
+    (root / "ckpt").mkdir()
+    first = probe._request(files=[{"name": "a", "path": str(root / "a.txt"), "sha256": sha("alpha")},
+                                  {"name": "b", "path": str(root / "b.txt"), "sha256": sha("fresh")}],
+                           links=[{"name": "current", "path": str(root / "current"), "src": str(root / "v2")}],
+                           commands=[{"name": "echo", "argv": ["echo", "hi"]}])
+    second = probe._request(directories=[{"name": "dir", "path": str(root / "units")}],
+                            files=[{"name": "a", "path": str(root / "missing"), "absent": True}],
+                            listings=[{"name": "units", "path": str(root / "units"), "pattern": "^sglang-"}],
+                            weights=[{"name": "staged", "path": str(root / "ckpt"), "source_path": str(root / "ckpt")}])
+    return {"install": first, "server": [second, first]}
+
+
+def test_the_merged_answer_is_each_stage_s_own(tmp_path: Path) -> None:
+    wants = make_node(tmp_path)
+    state, differ = ns.probe(probe.merge(wants), None, run)
+    shared = probe.split(wants, {"state": state, "differ": differ})
+    for stage, parts in wants.items():
+        answers = shared[stage] if isinstance(parts, list) else [shared[stage]]
+        for part, answer in zip(parts if isinstance(parts, list) else [parts], answers):
+            alone_state, alone_differ = ns.probe(part, None, run)
+            assert answer["differ"] == alone_differ
+            assert answer["state"] == probe.public(alone_state)
+            assert answer["key"] == probe.key(part)
+    assert shared["install"]["differ"] == ["b", "current"]
+    assert shared["server"][0]["state"]["units"]["files"] == ["sglang-x.service"]
+    assert "sha256" not in shared["install"]["state"]["a"]
+
+
+def test_a_stage_reuses_only_the_same_request_with_nothing_changed(tmp_path: Path) -> None:
+    wants = make_node(tmp_path)
+    state, differ = ns.probe(probe.merge(wants), None, run)
+    shared = {"changed": False, "stages": probe.split(wants, {"state": state, "differ": differ})}
+    second = wants["server"][1]
+    assert probe.reusable(shared, "server", 1, second, False) == {"differ": ["b", "current"],
+                                                                  "state": shared["stages"]["server"][1]["state"]}
+    assert probe.reusable(shared, "server", 1, second, True) is None            # a stage before changed the node
+    assert probe.reusable(shared, "server", 0, second, False) is None           # another instance's request
+    assert probe.reusable(shared, "server", 2, second, False) is None           # no such instance in the probe
+    assert probe.reusable(shared, "router", 0, second, False) is None           # a stage it did not ask for
+    assert probe.reusable({"skipped": True}, "install", 0, wants["install"], False) is None
+    other = probe._request(**{**wants["install"], "commands": [{"name": "echo", "argv": ["echo", "bye"]}]})
+    assert probe.reusable(shared, "install", 0, other, False) is None
+
+
+def test_a_manifest_it_cannot_read_is_an_answer_not_a_failure(tmp_path: Path) -> None:
+    hub = {"endpoint": "https://hub.example", "repo": "org/gated", "revision": "main"}
+    request = probe._request(weights=[{"name": "gated", "path": str(tmp_path), "hub": hub},
+                                      {"name": "nowhere", "path": str(tmp_path), "hub": {**hub, "endpoint": ""}}])
+    state, differ = ns.probe(request, None, run, fetch=lambda url, headers: (None, {"status": 401, "msg": "no"}))
+    assert differ == ["gated", "nowhere"]
+    assert state["gated"] == {"error": "could not read the manifest from https://hub.example/api/models/org/gated/"
+                                       "revision/main?blobs=true: HTTP 401 no (no token: hub.token_file is not set)"}
+    assert "hub.endpoint" in state["nowhere"]["error"]
+
+
+def test_weights_peers_fetch_from_their_leader_and_ask_for_no_manifest() -> None:
+    hostvars = {f"g{i}": {**TP2, "sglang_replicas": 1, "ansible_host": f"10.0.1.{i}",
+                          "model_weights_fanout_group": "rack1"} for i in (1, 2, 3)}
+    plans = planned(hostvars, {"rack1": ["g1", "g2", "g3"]})["plans"]
+    leader = plans["g1"]["stages"]["weights"]["settings"]["fanout_leader"]
+    views = {h: probe.weights_view(plans[h], sorted(plans), "") for h in plans}
+    assert {h for h, v in views.items() if v["is_peer"]} == set(plans) - {leader}
+    peer = next(h for h in plans if h != leader)
+    assert views[peer]["source"] == "rsync" and views[peer]["rsync_url"].startswith("rsync://")
+    assert probe.weights_wants(plans[peer], sorted(plans), "")["weights"] == [
+        {"name": "staged", "path": plans[peer]["stages"]["weights"]["settings"]["dir"]}]
+    # alone in the run, a member fetches from the source itself
+    assert probe.weights_view(plans[peer], [peer], "")["is_peer"] is False
+
+
+def test_site_yml_reads_the_secrets_the_roles_default_to() -> None:
+    """probe.SECRET_VARS names, for each secret, the role's variable and the site-wide one its default falls back to."""
+    import yaml  # noqa: PLC0415
+
+    defaults = {**yaml.safe_load((ROOT / "roles/sglang_server/defaults/main.yml").read_text()),
+                **yaml.safe_load((ROOT / "roles/model_weights/defaults/main.yml").read_text())}
+    for own, fallback in probe.SECRET_VARS.values():
+        assert defaults[own] == "{{ " + fallback + " | default('', true) }}", own
+    assert os.path.exists(ROOT / "plugins" / "action" / "node_probe.py")
