@@ -18,7 +18,7 @@ type: aggregate
 short_description: Count module executions per host (bench/bench.py)
 description:
   - Counts, per host, the task results that ran a module on that host; controller-only actions are left out, and so
-    are node_probe answers taken from the run's shared probe (C(reused), no module ran).
+    are node_probe answers that ran no module (C(node_reads=0), taken from the run's shared probe).
   - Writes them as JSON to the file named by the BENCH_MODULE_COUNT environment variable.
 requirements: [enabled in ANSIBLE_CALLBACKS_ENABLED]
 """
@@ -50,7 +50,7 @@ class CallbackModule(CallbackBase):
         action = short(result._task.action)  # noqa: SLF001 - the callback API hands results this way
         if action in CONTROLLER_ONLY or result._task.delegate_to == "localhost":  # noqa: SLF001
             return
-        if result._result.get("reused") is True:  # noqa: SLF001 - node_probe answered from this run's shared probe
+        if result._result.get("node_reads") == 0:  # noqa: SLF001 - node_probe answered without a module run
             return
         host = result._host.get_name()  # noqa: SLF001
         self.counts[host] += 1

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.metalserve.sglang.plugins.modules.node_probe import ARGUMENT_SPEC
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import warm
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.plain_data import to_plain
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import probe
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import probe, runtime
 
 #: what site.yml registers the answer of every stage as, and the facts the roles set when they changed the host
 SHARED = "metalserve_node"
@@ -32,6 +33,9 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         args = validated(self, ARGUMENT_SPEC)
+        drift = runtime.drift(args["inputs"], [self._seen(task_vars, name) for name in args["inputs"]])
+        if drift:
+            raise AnsibleActionFail("; ".join(drift))
         secrets = {key: self._secret(task_vars, names) for key, names in probe.SECRET_VARS.items()}
         if args["stage"]:
             request = probe.stage_wants(args["plan"], args["stage"], args["replica"], args["play_hosts"], secrets,
@@ -39,17 +43,25 @@ class ActionModule(ActionBase):
             shared = probe.reusable(to_plain(task_vars.get(SHARED)), args["stage"], args["replica"], request,
                                     any(to_plain(task_vars.get(name)) is True for name in DIRTY))
             if shared is not None:
-                result.update(changed=False, reused=True, **shared)
+                result.update(changed=False, reused=True, node_reads=0, **shared)
+                return result
+            if not any(request.values()):  # nothing to compare (a stage that does not apply to this host)
+                result.update(changed=False, reused=False, node_reads=0, differ=[], state={})
                 return result
             answer = self._node_state(request, task_vars)
-            result.update(answer if answer.get("failed") else {"changed": False, "reused": False,
+            result.update(answer if answer.get("failed") else {"changed": False, "reused": False, "node_reads": 1,
                                                                "differ": answer["differ"],
                                                                "state": probe.public(answer["state"])})
             return result
         wants = probe.host_wants(args["plan"], args["play_hosts"], secrets, args["router_start"])
         answer = self._node_state(probe.merge(wants), task_vars)
-        result.update(answer if answer.get("failed") else {"changed": False, "stages": probe.split(wants, answer)})
+        result.update(answer if answer.get("failed") else {"changed": False, "node_reads": 1,
+                                                           "stages": probe.split(wants, answer)})
         return result
+
+    def _seen(self, task_vars: dict[str, Any], name: str) -> Any:
+        """A variable as this play gives it to the role (rendered), or None where it is not set here."""
+        return to_plain(self._templar.template(task_vars[name])) if name in task_vars else None
 
     def _secret(self, task_vars: dict[str, Any], names: tuple[str, ...]) -> str:
         """The first of `names` set to a non-empty value, rendered (a role default is a template), else ''."""

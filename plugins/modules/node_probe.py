@@ -43,6 +43,14 @@ options:
     description: Whether the router must be running (M(metalserve.sglang.sglang_router)'s C(sglang_router_service_start)).
     type: bool
     default: true
+  inputs:
+    description:
+      - The role settings the plan was made from for this stage (the plan's C(inputs), by name), checked first - a
+        setting this play gives another value (a play's C(vars:), a role parameter, which the plan and
+        C(playbooks/render.yml) cannot see) fails the task naming each one, both values and where to set it, as the
+        filter M(metalserve.sglang.plan_drift#filter) words it.
+    type: dict
+    default: {}
   stage:
     description: The one stage to answer (a role's own probe); omitted, every stage of the host.
     type: str
@@ -89,6 +97,10 @@ reused:
   description: With O(stage), whether the answer came from C(metalserve_node) (no module ran).
   returned: with O(stage)
   type: bool
+node_reads:
+  description: How many module runs on the node this answer took (0 when reused, or when the stage compares nothing).
+  returned: success
+  type: int
 """
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
@@ -98,6 +110,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402
 ARGUMENT_SPEC = {"plan": {"type": "dict", "required": True},
                  "play_hosts": {"type": "list", "elements": "str", "default": []},
                  "router_start": {"type": "bool", "default": True},
+                 "inputs": {"type": "dict", "default": {}},
                  "stage": {"type": "str", "choices": ["install", "weights", "server", "router"]},
                  "replica": {"type": "int", "default": 0}}
 

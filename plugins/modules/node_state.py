@@ -78,7 +78,9 @@ options:
     description:
       - Checkpoint folders to check, C({name, path, source_path, hub}) - what is staged in C(path) against the
         manifest of its source (a copy source's folder, or C(hub) - C({endpoint, repo, revision, token_file}) - the
-        Hub's repo info), as M(metalserve.sglang.weights_check) reads it; returned under RV(state) as that module's
+        Hub's repo info), as M(metalserve.sglang.weights_check) reads it - and C(after), names of other items of this
+        request that must not differ for it to be read (the Hub token's file; the Hub is not asked meanwhile); returned
+        under RV(state) as that module's
         answer (C(complete), C(manifest), C(missing), C(wrong_size), C(free_bytes), ...). The item differs when the copy
         is not complete, and when its manifest cannot be read (then its state holds only C(error), and the module
         does not fail - the role reads it again with M(metalserve.sglang.weights_check) after writing the token).
@@ -277,9 +279,13 @@ def listing_state(want):
     return {"exists": True, "files": sorted(files)}, False
 
 
-def weights_state(want, fetch):
+def weights_state(want, fetch, differ=()):
     """What is staged in want['path'] against its source's manifest; a manifest that cannot be read is an answer
-    (error), not a failure: a role that reuses this run's probe then checks again itself."""
+    (error), not a failure: a role that reuses this run's probe then checks again itself. Not read at all while an
+    item named in want['after'] differs (the Hub token's file: the Hub is never asked without the token)."""
+    waiting = [name for name in want.get("after") or [] if name in differ]
+    if waiting:
+        return {"error": "not read: %s not as wanted yet" % ", ".join(waiting)}, True
     try:
         found = weights_manifest.staged(want["path"], want.get("source_path"), want.get("hub"), fetch)
     except (OSError, ValueError, weights_manifest.HubError) as exc:
@@ -309,7 +315,7 @@ def probe(params, systemctl, run, fetch=None):
         if differs:
             differ.append(want["name"])
     for want in params.get("weights") or []:
-        state[want["name"]], differs = weights_state(want, fetch)
+        state[want["name"]], differs = weights_state(want, fetch, differ)
         if differs:
             differ.append(want["name"])
     return state, differ

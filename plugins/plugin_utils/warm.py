@@ -22,7 +22,8 @@ PACKAGE = "ansible_collections.metalserve.sglang.plugins"
 
 
 def load() -> list[str]:
-    """Import every filter, test and lookup module of the collection; returns their module names. Idempotent."""
+    """Import every filter, test and lookup module of the collection, and read the data every role's probe reads
+    (the roles' option types, data/node.yml); returns the modules' names. Idempotent."""
     loaded = []
     for kind in KINDS:
         try:
@@ -32,4 +33,10 @@ def load() -> list[str]:
         for info in pkgutil.iter_modules(package.__path__):
             if not info.ispkg:
                 loaded.append(importlib.import_module(f"{package.__name__}.{info.name}").__name__)
+    # cached once read (functools.lru_cache): a worker forked after this finds them read
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils import node  # noqa: PLC0415
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import runtime  # noqa: PLC0415
+
+    runtime.option_types()
+    node.table()
     return loaded

@@ -164,4 +164,49 @@ def test_site_yml_reads_the_secrets_the_roles_default_to() -> None:
                 **yaml.safe_load((ROOT / "roles/model_weights/defaults/main.yml").read_text())}
     for own, fallback in probe.SECRET_VARS.values():
         assert defaults[own] == "{{ " + fallback + " | default('', true) }}", own
-    assert os.path.exists(ROOT / "plugins" / "action" / "node_probe.py")
+
+
+def test_the_hub_is_not_asked_before_the_token_is_in_place(tmp_path: Path) -> None:
+    """With a token, the weights check waits for the token's file (in the merged request too): the Hub never sees an
+    unauthenticated request from a node that has a token to send."""
+    hostvars, groups = fleet()
+    hostvars = {h: {**v, "model_weights_source": "hf", "model_weights_token_file": str(tmp_path / "t" / "hf_token"),
+                    "sglang_model_path": "/var/lib/sglang/models/Qwen/Qwen3.8-27B-FP8"}
+                if h.startswith("q") else v for h, v in hostvars.items()}
+    plan = planned(hostvars, groups)["plans"]["q1"]
+    asked: list[str] = []
+    wants = {"weights": probe.weights_wants(plan, ["q1"], "hf_secret")}
+    state, differ = ns.probe(probe.merge(wants), None, run, fetch=lambda url, headers: asked.append(url) or (None, {}))
+    answer = probe.split(wants, {"state": state, "differ": differ})["weights"]
+    assert asked == [] and sorted(answer["differ"]) == ["staged", "token", "token_dir"]
+    assert answer["state"]["staged"] == {"error": "not read: weights/token_dir, weights/token not as wanted yet"}
+
+
+def test_a_play_s_own_value_is_refused_by_the_probe(tmp_path: Path) -> None:
+    """A real play (ansible-playbook on localhost): a setting given by the play's vars, which the plan cannot see, fails
+    the probe with plan_drift's words; the same value as the plan's passes and reads the node."""
+    import json  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    import yaml  # noqa: PLC0415
+
+    plan = {"role": "server", "install": {"method": "docker"}, "settings": {"python": sys.executable}}
+    tasks = [{"name": name, "metalserve.sglang.node_probe": {"plan": plan, "stage": "install",
+                                                              "inputs": {"sglang_install_keep_venvs": planned}},
+              "register": name, "ignore_errors": True}
+             for name, planned in (("drifted", 2), ("agreed", 5))]
+    tasks.append({"name": "keep", "ansible.builtin.copy": {"dest": str(tmp_path / "out.json"), "mode": "0644",
+                                                           "content": "{{ {'drifted': drifted, 'agreed': agreed} | to_json }}"}})
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False,
+                                                         "vars": {"sglang_install_keep_venvs": "5"}, "tasks": tasks}]))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+           "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections")}
+    proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", "localhost,", "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}", str(tmp_path / "play.yml")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    got = json.loads((tmp_path / "out.json").read_text())
+    assert got["drifted"]["failed"] and got["drifted"]["msg"] == (
+        "sglang_install_keep_venvs: this play gives '5' but the inventory, which the plan and render.yml read, gives 2; "
+        "set sglang_install_keep_venvs in group_vars, host_vars or with -e, not in a play's vars")
+    assert not got["agreed"].get("failed") and got["agreed"]["node_reads"] == 1 and "requests" in got["agreed"]["state"]

@@ -153,9 +153,12 @@ def weights_view(plan: dict[str, Any], play_hosts: list[str], token: str) -> dic
 def weights_wants(plan: dict[str, Any], play_hosts: list[str], token: str) -> dict[str, list[dict[str, Any]]]:
     """model_weights: what is staged against the source's manifest (the Hub's, the copy source's, or none for a peer,
     which its leader's manifest judges later), and the Hub token's file when the Hub is the source."""
-    stage, view = plan["stages"]["weights"], weights_view(plan, play_hosts, token)
+    stage = plan["stages"]["weights"]
+    if not stage["applies"]:
+        return _request()
+    view = weights_view(plan, play_hosts, token)
     settings, source = stage["settings"], view["source"]
-    if not stage["applies"] or source == "none":
+    if source == "none":
         return _request()
     check: dict[str, Any] = {"name": "staged", "path": settings["dir"]}
     if source == "hf":
@@ -164,6 +167,8 @@ def weights_wants(plan: dict[str, Any], play_hosts: list[str], token: str) -> di
         check["source_path"] = settings["copy_source"]
     token_file = settings["token_file"]
     with_token = source == "hf" and bool(token)
+    if with_token:  # the Hub is asked only once the token's file is in place
+        check["after"] = ["token_dir", "token"]
     return _request(weights=[check],
                     directories=[{"name": "token_dir", "path": posixpath.dirname(token_file), "mode": "0755",
                                   "owner": "root", "group": "root"}] if with_token else [],
@@ -219,7 +224,9 @@ def merge(wants: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     merged = _request()
     for prefix, request in _parts(wants):
         for kind in KINDS:
-            merged[kind] += [dict(item, name=f"{prefix}/{item['name']}") for item in request.get(kind) or []]
+            merged[kind] += [dict(item, name=f"{prefix}/{item['name']}",
+                                  **({"after": [f"{prefix}/{n}" for n in item["after"]]} if "after" in item else {}))
+                             for item in request.get(kind) or []]
     return merged
 
 
