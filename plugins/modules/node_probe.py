@@ -23,7 +23,7 @@ description:
     C(sglang_server_node_dirty)), else by running M(metalserve.sglang.node_state) for it. A run that changes nothing
     therefore reads each node once.
   - What each stage asks has one home, C(plugins/plugin_utils/site/probe.py) (also the filter
-    M(metalserve.sglang.node_wants#filter), which the roles' apply steps read).
+    P(metalserve.sglang.node_wants#filter), which the roles' apply steps read).
   - The secrets a request hashes (the server's environment, token and API key files, the weights stage's token file)
     are read from the roles' variables - C(sglang_server_hf_token), C(sglang_server_api_key) and
     C(model_weights_hf_token), else C(sglang_hf_token) and C(sglang_api_key) as the roles' defaults do - never from
@@ -48,7 +48,7 @@ options:
       - The role settings the plan was made from for this stage (the plan's C(inputs), by name), checked first - a
         setting this play gives another value (a play's C(vars:), a role parameter, which the plan and
         C(playbooks/render.yml) cannot see) fails the task naming each one, both values and where to set it, as the
-        filter M(metalserve.sglang.plan_drift#filter) words it.
+        filter P(metalserve.sglang.plan_drift#filter) words it.
     type: dict
     default: {}
   stage:

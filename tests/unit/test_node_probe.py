@@ -191,14 +191,15 @@ def test_a_play_s_own_value_is_refused_by_the_probe(tmp_path: Path) -> None:
     import yaml  # noqa: PLC0415
 
     plan = {"role": "server", "install": {"method": "docker"}, "settings": {"python": sys.executable}}
-    tasks = [{"name": name, "metalserve.sglang.node_probe": {"plan": plan, "stage": "install",
-                                                              "inputs": {"sglang_install_keep_venvs": planned}},
-              "register": name, "ignore_errors": True}
-             for name, planned in (("drifted", 2), ("agreed", 5))]
-    tasks.append({"name": "keep", "ansible.builtin.copy": {"dest": str(tmp_path / "out.json"), "mode": "0644",
-                                                           "content": "{{ {'drifted': drifted, 'agreed': agreed} | to_json }}"}})
-    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False,
-                                                         "vars": {"sglang_install_keep_venvs": "5"}, "tasks": tasks}]))
+    probes = {name: {"plan": plan, "stage": "install", "inputs": {"sglang_install_keep_venvs": planned}}
+              for name, planned in (("drifted", 2), ("agreed", 5))}
+    tasks: list[dict[str, Any]] = [{"name": name, "metalserve.sglang.node_probe": args, "register": name,
+                                    "ignore_errors": True} for name, args in probes.items()]
+    keep = {"dest": str(tmp_path / "out.json"), "mode": "0644",
+            "content": "{{ {'drifted': drifted, 'agreed': agreed} | to_json }}"}
+    tasks.append({"name": "keep", "ansible.builtin.copy": keep})
+    play = {"hosts": "localhost", "gather_facts": False, "vars": {"sglang_install_keep_venvs": "5"}, "tasks": tasks}
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([play]))
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
            "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections")}
     proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", "localhost,", "-c", "local",
