@@ -11,7 +11,7 @@ version_added: 0.4.0
 author: metalserve.sglang contributors (@metalserve)
 short_description: The text of a server's secrets file (SGLang's --config YAML with its api-key)
 description:
-  - Returns the file M(metalserve.sglang.sglang_server) writes (0640) and SGLang reads with C(--config), holding the
+  - Returns the file C(metalserve.sglang.sglang_server) writes (0640) and SGLang reads with C(--config), holding the
     API key; M(metalserve.sglang.node_probe) compares its digest with the node's file.
 positional: _input
 options:

@@ -13,7 +13,7 @@ short_description: Who stages a host's weights in this run, and from where
 description:
   - For a server's plan, the weights fan-out members among this run's hosts, the leader that serves its peers,
     whether this host is the leader or a peer, its source (a peer fetches from its leader over rsync), the rsync URL
-    and the Hub's address - what M(metalserve.sglang.model_weights) and M(metalserve.sglang.node_probe) both read.
+    and the Hub's address - what C(metalserve.sglang.model_weights) and M(metalserve.sglang.node_probe) both read.
 positional: _input, play_hosts, token
 options:
   _input:

@@ -13,8 +13,8 @@ author: metalserve.sglang contributors (@metalserve)
 short_description: Read a node once for every stage of site.yml (install, weights, server instances, router)
 description:
   - Without O(stage), asks M(metalserve.sglang.node_state), in one module run, everything the stages of this host
-    compare - what M(metalserve.sglang.sglang_install), M(metalserve.sglang.model_weights),
-    M(metalserve.sglang.sglang_server) (each replica) and M(metalserve.sglang.sglang_router) each ask - and returns
+    compare - what C(metalserve.sglang.sglang_install), C(metalserve.sglang.model_weights),
+    C(metalserve.sglang.sglang_server) (each replica) and C(metalserve.sglang.sglang_router) each ask - and returns
     each stage's answer as if it had asked alone (RV(stages)). C(playbooks/site.yml) registers it as
     C(metalserve_node).
   - With O(stage), answers that stage's request (the roles' own probe) - from C(metalserve_node) when that answer
@@ -40,7 +40,7 @@ options:
     elements: str
     default: []
   router_start:
-    description: Whether the router must be running (M(metalserve.sglang.sglang_router)'s C(sglang_router_service_start)).
+    description: Whether the router must be running (C(metalserve.sglang.sglang_router)'s C(sglang_router_service_start)).
     type: bool
     default: true
   inputs:
