@@ -4,6 +4,7 @@ registry password set; converged at -vvv, again, then --check --diff. Destroyed 
 must leave no container, network or inventory behind."""
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 
@@ -22,11 +23,17 @@ def bring_up() -> Iterator[dict]:
     inv = lab.up(NAME, 4, "full", SECRETS)
     runs = {}
     try:
+        # the second run counts the modules each task ran on the hosts (bench/callback_plugins/module_count.py)
+        counts = lab.lab_dir(NAME) / "modules-second.json"
+        count_env = {"ANSIBLE_CALLBACKS_ENABLED": "module_count", "BENCH_MODULE_COUNT": str(counts),
+                     "ANSIBLE_CALLBACK_PLUGINS": str(ROOT / "bench" / "callback_plugins")}
         for key, extra in (("first", ["-vvv"]), ("second", []), ("check", ["--check", "--diff", "-v"])):
-            proc = lab.converge(NAME, False, extra) if key != "check" else lab.run_ansible(
-                ["ansible-playbook", "-i", str(inv), "playbooks/site.yml", "--skip-tags", lab.SKIP] + extra, quiet=True)
+            proc = lab.converge(NAME, False, extra) if key == "first" else lab.run_ansible(
+                ["ansible-playbook", "-i", str(inv), "playbooks/site.yml", "--skip-tags", lab.SKIP] + extra,
+                quiet=key == "check", extra_env=count_env if key == "second" else None)
             runs[key] = proc
-        yield {"inv": inv, "runs": runs, "hosts": lab.containers(NAME)}
+        modules = json.loads(counts.read_text()) if counts.exists() else {}
+        yield {"inv": inv, "runs": runs, "hosts": lab.containers(NAME), "modules": modules}
     finally:
         lab.destroy(NAME)
         assert lab.containers(NAME) == []

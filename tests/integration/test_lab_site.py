@@ -184,6 +184,15 @@ def mixed_site(tmp_path_factory: pytest.TempPathFactory) -> dict:
         assert lab.containers(MIXED) == []
 
 
+def test_a_run_that_changes_nothing_reads_each_node_once(site: dict) -> None:
+    """The second converge ran node_state once per host (site.yml's node probe), and no stage read the node again:
+    counted by Ansible's callback from what each task ran on the hosts, not from the roles' own bookkeeping."""
+    hosts = recap(site["runs"]["second"].stdout)
+    actions = site["modules"].get("actions", {})
+    assert actions.get("node_probe") == len(hosts), actions
+    assert "node_state" not in actions and "weights_check" not in actions, actions
+
+
 def test_mixed_site_converges_then_changes_nothing(mixed_site: dict) -> None:
     first, second = mixed_site["runs"]["first"], mixed_site["runs"]["second"]
     assert first.returncode == 0, first.stdout[-3000:]
