@@ -53,7 +53,8 @@ class ActionModule(ActionBase):
                                                                "differ": answer["differ"],
                                                                "state": probe.public(answer["state"])})
             return result
-        wants = probe.host_wants(args["plan"], args["play_hosts"], secrets, args["router_start"])
+        stages = probe.stages_in_run(args["run_tags"], args["skip_tags"])
+        wants = probe.host_wants(args["plan"], args["play_hosts"], secrets, args["router_start"], stages)
         answer = self._node_state(probe.merge(wants), task_vars)
         result.update(answer if answer.get("failed") else {"changed": False, "node_reads": 1,
                                                            "stages": probe.split(wants, answer)})
@@ -63,15 +64,18 @@ class ActionModule(ActionBase):
         """A variable as this play gives it to the role (rendered), or None where it is not set here."""
         return to_plain(self._templar.template(task_vars[name])) if name in task_vars else None
 
-    def _secret(self, task_vars: dict[str, Any], names: tuple[str, ...]) -> str:
-        """The first of `names` set to a non-empty value, rendered (a role default is a template), else ''."""
+    def _secret(self, task_vars: dict[str, Any], names: tuple[str, ...]) -> Any:
+        """The first of `names` this play defines, rendered (a role default is a template), else '': what the role
+        sees - its own variable whenever it is set (even empty), else the site-wide one its default falls back to.
+        Kept as its type: the role writes an API key given as a number as YAML writes a number."""
         for name in names:
             if name in task_vars:
                 value = to_plain(self._templar.template(task_vars[name]))
-                if value not in (None, ""):
-                    return str(value)
+                return "" if value is None else value
         return ""
 
     def _node_state(self, request: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
-        return self._execute_module(module_name="metalserve.sglang.node_state", module_args=request,
-                                    task_vars=task_vars)
+        answer = self._execute_module(module_name="metalserve.sglang.node_state", module_args=request,
+                                      task_vars=task_vars)
+        answer.pop("invocation", None)  # the request (digests): not shown, even on a failure at -vvv
+        return answer

@@ -70,7 +70,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import prob
 
 def node_wants(plan: dict[str, Any], stage: str, replica: int = 0, play_hosts: list[str] | None = None,
                secrets: dict[str, Any] | None = None, router_start: bool = True) -> dict[str, Any]:
-    values = {str(k): str(v or "") for k, v in (secrets or {}).items()}
+    values = {str(k): ("" if v is None else v) for k, v in (secrets or {}).items()}
     return probe.stage_wants(plan, stage, int(replica), [str(h) for h in play_hosts or []], values, bool(router_start))
 
 

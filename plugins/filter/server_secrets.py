@@ -42,8 +42,8 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.filter_wrap impo
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import probe  # noqa: E402
 
 
-def server_secrets(api_key: str) -> str:
-    return probe.server_secrets_text(str(api_key or ""))
+def server_secrets(api_key: Any) -> str:
+    return probe.server_secrets_text(api_key)
 
 
 class FilterModule:

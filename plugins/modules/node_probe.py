@@ -27,8 +27,9 @@ description:
   - The secrets a request hashes (the server's environment, token and API key files, the weights stage's token file)
     are read from the roles' variables - C(sglang_server_hf_token), C(sglang_server_api_key) and
     C(model_weights_hf_token), else C(sglang_hf_token) and C(sglang_api_key) as the roles' defaults do - never from
-    the task's arguments. They reach the node only as SHA-256 digests, and the answer holds no digest of what was
-    found (only which items differ), so the task needs no C(no_log).
+    the task's arguments. They reach the node only as SHA-256 digests, in an option of
+    M(metalserve.sglang.node_state) that is never logged; the answer holds no digest of what was found (only which
+    items differ) and not the request, so the task needs no C(no_log).
 options:
   plan:
     description: This host's plan (C(metalserve_site.plans[inventory_hostname]) of M(metalserve.sglang.plan)).
@@ -51,6 +52,19 @@ options:
         filter P(metalserve.sglang.plan_drift#filter) words it.
     type: dict
     default: {}
+  run_tags:
+    description:
+      - Without O(stage), this run's C(--tags) (C(ansible_run_tags)) - only the stages whose plays they run are read
+        (install with C(install), C(serve) or C(router); weights with C(weights); the server with C(serve); the router
+        with C(router); C(all) runs every one), so a C(--tags install) run never asks the Hub for a manifest.
+    type: list
+    elements: str
+    default: [all]
+  skip_tags:
+    description: Without O(stage), this run's C(--skip-tags) (C(ansible_skip_tags)); a stage they skip is not read.
+    type: list
+    elements: str
+    default: []
   stage:
     description: The one stage to answer (a role's own probe); omitted, every stage of the host.
     type: str
@@ -111,6 +125,8 @@ ARGUMENT_SPEC = {"plan": {"type": "dict", "required": True},
                  "play_hosts": {"type": "list", "elements": "str", "default": []},
                  "router_start": {"type": "bool", "default": True},
                  "inputs": {"type": "dict", "default": {}},
+                 "run_tags": {"type": "list", "elements": "str", "default": ["all"]},
+                 "skip_tags": {"type": "list", "elements": "str", "default": []},
                  "stage": {"type": "str", "choices": ["install", "weights", "server", "router"]},
                  "replica": {"type": "int", "default": 0}}
 

@@ -25,6 +25,7 @@ options:
     description:
       - Files to compare. Each is C({name, path, sha256, mode, owner, group}); with C(absent=true) the file must
         not exist. Omitted keys are not compared.
+      - Not logged (C(no_log)) - the digests may be those of files holding secrets.
     type: list
     elements: dict
     default: []
@@ -137,7 +138,7 @@ import re  # noqa: E402
 import stat  # noqa: E402
 
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402
-from ansible.module_utils.urls import fetch_url  # noqa: E402
+from ansible.module_utils.urls import open_url  # noqa: E402
 
 from ansible_collections.metalserve.sglang.plugins.module_utils import weights_manifest  # noqa: E402
 
@@ -288,7 +289,7 @@ def weights_state(want, fetch, differ=()):
         return {"error": "not read: %s not as wanted yet" % ", ".join(waiting)}, True
     try:
         found = weights_manifest.staged(want["path"], want.get("source_path"), want.get("hub"), fetch)
-    except (OSError, ValueError, weights_manifest.HubError) as exc:
+    except Exception as exc:  # pylint: disable=broad-exception-caught - any failure to read is an answer here
         return {"error": str(exc)}, True
     return found, not found["complete"]
 
@@ -323,16 +324,24 @@ def probe(params, systemctl, run, fetch=None):
 
 def main():
     item = {"type": "list", "elements": "dict", "default": []}
-    module = AnsibleModule(argument_spec={key: dict(item) for key in (
-        "files", "directories", "links", "groups", "users", "units", "commands", "listings", "weights")},
-        supports_check_mode=True)
+    spec = {key: dict(item) for key in (
+        "files", "directories", "links", "groups", "users", "units", "commands", "listings", "weights")}
+    # the digests of secret-bearing files (an environment file with a token, an API key's file): never logged
+    spec["files"]["no_log"] = True
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
 
     def run(argv):
         # the argv as given (no ~ or $VAR expansion); a program that cannot start raises OSError (rc 127 above)
         return module.run_command(argv, expand_user_and_vars=False, handle_exceptions=False)
 
     def fetch(url, headers):
-        return fetch_url(module, url, headers=headers, timeout=60)
+        # open_url, not fetch_url: fetch_url ends the module on some failures (a certificate it cannot verify, a
+        # proxy that refuses), and a manifest that cannot be read must be an answer here (weights_check fails on it)
+        try:
+            response = open_url(url, headers=headers, timeout=60)
+        except Exception as exc:  # pylint: disable=broad-exception-caught - urllib's, ssl's and socket's errors alike
+            return None, {"status": getattr(exc, "code", None), "msg": str(exc)}
+        return response, {"status": response.getcode()}
 
     try:
         state, differ = probe(module.params, module.get_bin_path("systemctl"), run, fetch)

@@ -56,11 +56,23 @@ def test_the_stages_ask_for_the_files_render_shows(method: str) -> None:
             assert [bool(p["listings"]) for p in parts] == [True, False, False, False]
 
 
-def test_the_server_helpers_are_the_role_s_own_scripts() -> None:
-    part = probe.server_wants(site("uv")["plans"]["q1"], 0, {})
-    helpers = {f["src"]: f["sha256"] for f in part["files"] if "src" in f}
-    files = ROOT / "roles" / "sglang_server" / "files"
-    assert helpers == {name: sha((files / name).read_text()) for name in ("wait_healthy.py", "check_args.py")}
+def test_the_shared_probe_reads_the_stages_whose_plays_the_tags_run() -> None:
+    """probe.STAGE_TAGS against site.yml's own plays: the tags of the play that applies each stage's role."""
+    import yaml  # noqa: PLC0415
+
+    roles = {"sglang_install": "install", "model_weights": "weights", "sglang_server": "server",
+             "sglang_router": "router"}
+    plays = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
+    found = {roles[r["role"].rsplit(".", 1)[-1]]: tuple(play["tags"]) for play in plays
+             for r in play.get("roles") or [] if r["role"].rsplit(".", 1)[-1] in roles}
+    assert found == probe.STAGE_TAGS
+    assert probe.stages_in_run(["all"], []) == ["install", "weights", "server", "router"]
+    assert probe.stages_in_run(["install"], []) == ["install"]
+    assert probe.stages_in_run(["serve"], []) == ["install", "server"]
+    assert probe.stages_in_run(["all"], ["weights"]) == ["install", "server", "router"]
+    assert probe.stages_in_run(["all"], ["router"]) == ["weights", "server"]  # a task with any skipped tag is skipped
+    plan = site("uv")["plans"]["q1"]
+    assert set(probe.host_wants(plan, ["q1"], {}, True, ["install", "server"])) == {"install", "server"}
 
 
 @pytest.mark.parametrize(("method", "changed"), [("uv", {"env", "secrets"}), ("docker", {"token", "secrets"})])

@@ -62,15 +62,15 @@ def install_wants(plan: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
                     links=[{"name": "current", "path": spec["root"] + "/current", "src": spec["venv"]}])
 
 
-def server_secrets_text(api_key: str) -> str:
+def server_secrets_text(api_key: Any) -> str:
     """The server's secrets file (SGLang's --config YAML with its api-key), as Ansible's to_nice_yaml writes it."""
     return str(to_nice_yaml({"api-key": api_key}))
 
 
-def _server_files(plan: dict[str, Any], secrets: dict[str, str]) -> list[dict[str, Any]]:
+def _server_files(plan: dict[str, Any], secrets: dict[str, Any]) -> list[dict[str, Any]]:
     paths, files = plan["settings"], plan["files"]
     uv = plan["install"]["method"] == "uv"
-    token, api_key = secrets.get("server_hf_token") or "", secrets.get("server_api_key") or ""
+    token, api_key = str(secrets.get("server_hf_token") or ""), secrets.get("server_api_key")
     env = units.env_file(plan, {"HF_TOKEN": token} if token else {})
     wanted = [
         {"name": "helper_health", "path": paths["health_script"], "src": "wait_healthy.py",
@@ -94,7 +94,7 @@ def _server_files(plan: dict[str, Any], secrets: dict[str, str]) -> list[dict[st
     return wanted
 
 
-def server_wants(host_plan: dict[str, Any], replica: int, secrets: dict[str, str]) -> dict[str, list[dict[str, Any]]]:
+def server_wants(host_plan: dict[str, Any], replica: int, secrets: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """sglang_server, one serving instance of the host (replica `replica` of sglang_replicas, else 0): accounts,
     folders, helpers, unit, environment and secret files, firewall, units, the running image; the first also lists
     the instance's units on the node (tasks/retire.yml removes those the plan no longer has)."""
@@ -176,13 +176,13 @@ def weights_wants(plan: dict[str, Any], play_hosts: list[str], token: str) -> di
 
 
 def stage_wants(plan: dict[str, Any], stage: str, replica: int = 0, play_hosts: list[str] | None = None,
-                secrets: dict[str, str] | None = None, router_start: bool = True) -> dict[str, list[dict[str, Any]]]:
+                secrets: dict[str, Any] | None = None, router_start: bool = True) -> dict[str, list[dict[str, Any]]]:
     """One stage's request (`replica`: the server instance)."""
     values = secrets or {}
     if stage == "install":
         return install_wants(plan)
     if stage == "weights":
-        return weights_wants(plan, play_hosts or [], values.get("weights_hf_token") or "")
+        return weights_wants(plan, play_hosts or [], str(values.get("weights_hf_token") or ""))
     if stage == "server":
         return server_wants(plan, replica, values)
     if stage == "router":
@@ -190,15 +190,30 @@ def stage_wants(plan: dict[str, Any], stage: str, replica: int = 0, play_hosts: 
     raise ValueError(f"unknown stage {stage!r} (install, weights, server or router)")
 
 
-def host_wants(plan: dict[str, Any], play_hosts: list[str], secrets: dict[str, str],
-               router_start: bool = True) -> dict[str, Any]:
+#: the tags of site.yml's play of each stage (a run reads a stage only when its --tags run that play)
+STAGE_TAGS = {"install": ("install", "serve", "router"), "weights": ("weights",), "server": ("serve",),
+              "router": ("router",)}
+
+
+def stages_in_run(run_tags: list[str], skip_tags: list[str]) -> list[str]:
+    """The stages whose site.yml play this run's --tags and --skip-tags leave in, in site.yml's order."""
+    run, skip = set(run_tags or ["all"]), set(skip_tags or [])
+    return [stage for stage, tags in STAGE_TAGS.items()
+            if ("all" in run or run & set(tags)) and not skip & set(tags)]
+
+
+def host_wants(plan: dict[str, Any], play_hosts: list[str], secrets: dict[str, Any],
+               router_start: bool = True, stages: list[str] | None = None) -> dict[str, Any]:
     """Every stage's request for one host, as site.yml runs them: install, then weights and the server's instances
-    (servers) or the router (routers). Server instances are a list (one per replica)."""
-    wants: dict[str, Any] = {"install": install_wants(plan)}
+    (servers) or the router (routers), of `stages` (all by default). Server instances are a list (one per replica)."""
+    want = set(STAGE_TAGS if stages is None else stages)
+    wants: dict[str, Any] = {"install": install_wants(plan)} if "install" in want else {}
     if plan["role"] == "server":
-        wants["weights"] = weights_wants(plan, play_hosts, secrets.get("weights_hf_token") or "")
-        wants["server"] = [server_wants(plan, i, secrets) for i in range(len(plan.get("replicas") or [plan]))]
-    elif plan["role"] == "router":
+        if "weights" in want:
+            wants["weights"] = weights_wants(plan, play_hosts, str(secrets.get("weights_hf_token") or ""))
+        if "server" in want:
+            wants["server"] = [server_wants(plan, i, secrets) for i in range(len(plan.get("replicas") or [plan]))]
+    elif plan["role"] == "router" and "router" in want:
         wants["router"] = router_wants(plan, router_start)
     return wants
 
