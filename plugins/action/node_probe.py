@@ -75,7 +75,14 @@ class ActionModule(ActionBase):
         return ""
 
     def _node_state(self, request: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
-        answer = self._execute_module(module_name="metalserve.sglang.node_state", module_args=request,
-                                      task_vars=task_vars)
-        answer.pop("invocation", None)  # the request (digests): not shown, even on a failure at -vvv
+        """node_state's answer to `request`, the module run with no_log (the request holds digests of files with
+        secrets: not logged on the node) and without its invocation (not shown here, even on a failure at -vvv).
+        The task itself is not no_log: what it returns has no digest."""
+        no_log, self._task.no_log = self._task.no_log, True
+        try:
+            answer = self._execute_module(module_name="metalserve.sglang.node_state", module_args=request,
+                                          task_vars=task_vars)
+        finally:
+            self._task.no_log = no_log
+        answer.pop("invocation", None)
         return answer

@@ -27,9 +27,9 @@ description:
   - The secrets a request hashes (the server's environment, token and API key files, the weights stage's token file)
     are read from the roles' variables - C(sglang_server_hf_token), C(sglang_server_api_key) and
     C(model_weights_hf_token), else C(sglang_hf_token) and C(sglang_api_key) as the roles' defaults do - never from
-    the task's arguments. They reach the node only as SHA-256 digests, in an option of
-    M(metalserve.sglang.node_state) that is never logged; the answer holds no digest of what was found (only which
-    items differ) and not the request, so the task needs no C(no_log).
+    the task's arguments. They reach the node only as SHA-256 digests, in a M(metalserve.sglang.node_state) run made
+    with C(no_log) (not logged on the node); the answer holds no digest of what was found (only which items differ)
+    and not the request, so the task needs no C(no_log).
 options:
   plan:
     description: This host's plan (C(metalserve_site.plans[inventory_hostname]) of M(metalserve.sglang.plan)).

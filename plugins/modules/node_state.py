@@ -25,7 +25,8 @@ options:
     description:
       - Files to compare. Each is C({name, path, sha256, mode, owner, group}); with C(absent=true) the file must
         not exist. Omitted keys are not compared.
-      - Not logged (C(no_log)) - the digests may be those of files holding secrets.
+      - The digests may be those of files holding secrets - run the task with C(no_log) (M(metalserve.sglang.node_probe)
+        runs the module with logging off itself).
     type: list
     elements: dict
     default: []
@@ -324,11 +325,9 @@ def probe(params, systemctl, run, fetch=None):
 
 def main():
     item = {"type": "list", "elements": "dict", "default": []}
-    spec = {key: dict(item) for key in (
-        "files", "directories", "links", "groups", "users", "units", "commands", "listings", "weights")}
-    # the digests of secret-bearing files (an environment file with a token, an API key's file): never logged
-    spec["files"]["no_log"] = True
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    module = AnsibleModule(argument_spec={key: dict(item) for key in (
+        "files", "directories", "links", "groups", "users", "units", "commands", "listings", "weights")},
+        supports_check_mode=True)
 
     def run(argv):
         # the argv as given (no ~ or $VAR expansion); a program that cannot start raises OSError (rc 127 above)

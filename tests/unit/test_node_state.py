@@ -90,14 +90,18 @@ def test_module_runs_commands_through_run_command(tmp_path: Path) -> None:
     args = tmp_path / "args.json"
     args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"commands": [
         {"name": "literal", "argv": ["echo", "$HOME", "~"]},
-        {"name": "none", "argv": ["/nonexistent/uv", "--version"]}]}}))
+        {"name": "none", "argv": ["/nonexistent/uv", "--version"]}],
+        "files": [{"name": "unit", "path": str(tmp_path / "missing.service"), "sha256": sha("x"), "mode": "0644"}]}}))
     # the collection's module_utils on the path, as AnsiballZ bundles them
     collections = str(Path(ns.__file__).parents[5])
     out = subprocess.run([sys.executable, ns.__file__, str(args)], capture_output=True, text=True, check=False,
                          env={**os.environ, "HOME": "/home/nobody-here", "PYTHONPATH": collections})
     result = json.loads(out.stdout)
     assert out.returncode == 0 and not result.get("failed"), out.stdout + out.stderr
-    assert result["state"] == {"literal": {"rc": 0, "stdout": "$HOME ~"}, "none": {"rc": 127, "stdout": ""}}
+    assert {k: result["state"][k] for k in ("literal", "none")} == {"literal": {"rc": 0, "stdout": "$HOME ~"},
+                                                                   "none": {"rc": 127, "stdout": ""}}
+    # the names come back as given: nothing of the request is masked in the answer (a no_log option would mask them)
+    assert result["differ"] == ["unit"] and result["state"]["unit"] == {"exists": False}
 
 
 def test_listings_select_what_ansible_find_selects(tmp_path: Path) -> None:
