@@ -98,8 +98,8 @@ def test_module_runs_commands_through_run_command(tmp_path: Path) -> None:
                          env={**os.environ, "HOME": "/home/nobody-here", "PYTHONPATH": collections})
     result = json.loads(out.stdout)
     assert out.returncode == 0 and not result.get("failed"), out.stdout + out.stderr
-    assert {k: result["state"][k] for k in ("literal", "none")} == {"literal": {"rc": 0, "stdout": "$HOME ~"},
-                                                                   "none": {"rc": 127, "stdout": ""}}
+    commands = {k: result["state"][k] for k in ("literal", "none")}
+    assert commands == {"literal": {"rc": 0, "stdout": "$HOME ~"}, "none": {"rc": 127, "stdout": ""}}
     # the names come back as given: nothing of the request is masked in the answer (a no_log option would mask them)
     assert result["differ"] == ["unit"] and result["state"]["unit"] == {"exists": False}
 
