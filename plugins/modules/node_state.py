@@ -290,7 +290,8 @@ def weights_state(want, fetch, differ=()):
         return {"error": "not read: %s not as wanted yet" % ", ".join(waiting)}, True
     try:
         found = weights_manifest.staged(want["path"], want.get("source_path"), want.get("hub"), fetch)
-    except Exception as exc:  # pylint: disable=broad-exception-caught - any failure to read is an answer here
+    # any failure to read is an answer here
+    except Exception as exc:  # pylint: disable=broad-exception-caught
         return {"error": str(exc)}, True
     return found, not found["complete"]
 
@@ -338,7 +339,8 @@ def main():
         # proxy that refuses), and a manifest that cannot be read must be an answer here (weights_check fails on it)
         try:
             response = open_url(url, headers=headers, timeout=60)
-        except Exception as exc:  # pylint: disable=broad-exception-caught - urllib's, ssl's and socket's errors alike
+        # urllib's, ssl's and socket's errors alike
+        except Exception as exc:  # pylint: disable=broad-exception-caught
             return None, {"status": getattr(exc, "code", None), "msg": str(exc)}
         return response, {"status": response.getcode()}
 
