@@ -6,14 +6,15 @@ CPU their workers used (docs/performance.md, issue 36's second step, was measure
   e.g. .venv/bin/python bench/worker_cpu.py -i ~/.cache/metalserve-sglang/lab/sites/lab/hosts.yml playbooks/site.yml \
        --skip-tags preflight,drivers,rdma,container_runtime,accept,monitoring
 
-What it cannot see: the main process (forks, variable merges, results) and the programs a worker starts (the docker or
-ssh client); `/usr/bin/time` around the same command gives the whole.
+The main process (forks, variable merges, results) is printed as one figure; what it cannot see is the programs a
+worker starts (the docker or ssh client): `/usr/bin/time` around the same command gives the whole.
 """
 from __future__ import annotations
 
 import collections
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -39,7 +40,9 @@ def report() -> None:
     by: dict[str, list[float]] = collections.defaultdict(list)
     for row in rows:
         by[row["task"]].append(row["cpu"])
-    print(f"\n{len(rows)} task results, {sum(r['cpu'] for r in rows):.2f} s of worker CPU")
+    main = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"\n{len(rows)} task results, {sum(r['cpu'] for r in rows):.2f} s of worker CPU, "
+          f"{main.ru_utime + main.ru_stime:.2f} s of the main process's")
     for task, cpu in sorted(by.items(), key=lambda kv: -sum(kv[1]))[:30]:
         print(f"{sum(cpu):7.2f} s {len(cpu):4d} x {sum(cpu) / len(cpu) * 1000:5.0f} ms  {task[:100]}")
 

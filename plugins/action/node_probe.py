@@ -44,20 +44,31 @@ class ActionModule(ActionBase):
                                     any(to_plain(task_vars.get(name)) is True for name in DIRTY))
             if shared is not None:
                 result.update(changed=False, reused=True, node_reads=0, **shared)
-                return result
+                return self._judged(result, args["stage"], task_vars)
             if not any(request.values()):  # nothing to compare (a stage that does not apply to this host)
                 result.update(changed=False, reused=False, node_reads=0, differ=[], state={})
-                return result
+                return self._judged(result, args["stage"], task_vars)
             answer = self._node_state(request, task_vars)
-            result.update(answer if answer.get("failed") else {"changed": False, "reused": False, "node_reads": 1,
-                                                               "differ": answer["differ"],
-                                                               "state": probe.public(answer["state"])})
-            return result
+            if answer.get("failed"):
+                result.update(answer)
+                return result
+            result.update(changed=False, reused=False, node_reads=1, differ=answer["differ"],
+                          state=probe.public(answer["state"]))
+            return self._judged(result, args["stage"], task_vars)
         stages = probe.stages_in_run(args["run_tags"], args["skip_tags"])
         wants = probe.host_wants(args["plan"], args["play_hosts"], secrets, args["router_start"], stages)
         answer = self._node_state(probe.merge(wants), task_vars)
         result.update(answer if answer.get("failed") else {"changed": False, "node_reads": 1,
                                                            "stages": probe.split(wants, answer)})
+        return result
+
+    def _judged(self, result: dict[str, Any], stage: str, task_vars: dict[str, Any]) -> dict[str, Any]:
+        """A server's answer says whether this member changed (probe.server_changed: the instance's members read each
+        other's to restart together); the image it compares with is the install stage's (sglang_install_info)."""
+        if stage == "server":
+            info = to_plain(self._templar.template(task_vars.get("sglang_install_info") or {})) or {}
+            result["member_changed"] = probe.server_changed(result["differ"], result["state"],
+                                                            info.get("image_id") if isinstance(info, dict) else None)
         return result
 
     def _seen(self, task_vars: dict[str, Any], name: str) -> Any:

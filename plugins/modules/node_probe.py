@@ -111,6 +111,13 @@ reused:
   description: With O(stage), whether the answer came from C(metalserve_node) (no module ran).
   returned: with O(stage)
   type: bool
+member_changed:
+  description:
+    - With O(stage=server), whether this member of its serving instance no longer runs what the plan says (a file
+      the server reads at start differs, or its container runs another image than the install stage pulled), so
+      that every member of the instance restarts.
+  returned: with O(stage=server)
+  type: bool
 node_reads:
   description: How many module runs on the node this answer took (0 when reused, or when the stage compares nothing).
   returned: success

@@ -39,4 +39,16 @@ def load() -> list[str]:
 
     runtime.option_types()
     node.table()
+    loaded.extend(builtin_jinja_plugins())
     return loaded
+
+
+def builtin_jinja_plugins() -> list[str]:
+    """ansible-core's own filters and tests, wrapped for Jinja once: a worker templating `default` or `bool` otherwise
+    imports and wraps every builtin filter and test module again (ansible/plugins/loader.py, Jinja2Loader.all)."""
+    from ansible.plugins.loader import filter_loader, test_loader  # noqa: PLC0415
+
+    names = []
+    for loader in (filter_loader, test_loader):
+        names.extend(str(getattr(plugin, "ansible_name", "") or plugin) for plugin in loader.all())
+    return names

@@ -63,8 +63,9 @@ def test_the_shared_probe_reads_the_stages_whose_plays_the_tags_run() -> None:
     roles = {"sglang_install": "install", "model_weights": "weights", "sglang_server": "server",
              "sglang_router": "router"}
     plays = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
-    found = {roles[r["role"].rsplit(".", 1)[-1]]: tuple(play["tags"]) for play in plays
-             for r in play.get("roles") or [] if r["role"].rsplit(".", 1)[-1] in roles}
+    applied = [(play, task["ansible.builtin.import_role"]["name"].rsplit(".", 1)[-1]) for play in plays
+               for task in play.get("tasks") or [] if "ansible.builtin.import_role" in task]
+    found = {roles[role]: tuple(play["tags"]) for play, role in applied if role in roles}
     assert found == probe.STAGE_TAGS
     assert probe.stages_in_run(["all"], []) == ["install", "weights", "server", "router"]
     assert probe.stages_in_run(["install"], []) == ["install"]
@@ -223,3 +224,29 @@ def test_a_play_s_own_value_is_refused_by_the_probe(tmp_path: Path) -> None:
         "sglang_install_keep_venvs: this play gives '5' but the inventory, which the plan and render.yml read, gives 2; "
         "set sglang_install_keep_venvs in group_vars, host_vars or with -e, not in a play's vars")
     assert not got["agreed"].get("failed") and got["agreed"]["node_reads"] == 1 and "requests" in got["agreed"]["state"]
+
+
+def test_a_member_restarts_for_what_its_server_reads_at_start(tmp_path: Path) -> None:
+    """node_state's own answer over real files and commands: a server reads its unit, environment, Hub token and
+    secrets file when it starts (a new helper script or folder does not change the running server), and a docker
+    member runs another image than the install stage pulled only when `docker inspect` answers with another one."""
+    for name in ("unit", "env", "helper_health"):
+        (tmp_path / name).write_text("planned")
+    files = [{"name": name, "path": str(tmp_path / name), "sha256": sha("planned")}
+             for name in ("unit", "env", "helper_health")]
+
+    def answer(changed: str, argv: list[str]) -> tuple[list[str], dict[str, Any]]:
+        (tmp_path / changed).write_text("edited by hand") if changed else None
+        state, differ = ns.probe(probe._request(files=files, commands=[{"name": "running_image", "argv": argv}]),
+                                 None, run)
+        for name in ("unit", "env", "helper_health"):
+            (tmp_path / name).write_text("planned")
+        return differ, probe.public(state)
+
+    assert probe.server_changed(*answer("", ["echo", "sha256:aaa"]), "sha256:aaa") is False
+    assert probe.server_changed(*answer("helper_health", ["echo", "sha256:aaa"]), "sha256:aaa") is False
+    assert probe.server_changed(*answer("unit", ["echo", "sha256:aaa"]), "sha256:aaa") is True
+    assert probe.server_changed(*answer("env", ["echo", "sha256:aaa"]), "sha256:aaa") is True
+    assert probe.server_changed(*answer("", ["echo", "sha256:aaa"]), "sha256:bbb") is True  # another image pulled
+    assert probe.server_changed(*answer("", ["false"]), "sha256:bbb") is False   # no container yet: a start, not this
+    assert probe.server_changed(*answer("", ["echo", "sha256:aaa"]), None) is False   # uv: no image to compare

@@ -119,6 +119,19 @@ def server_wants(host_plan: dict[str, Any], replica: int, secrets: dict[str, Any
                    "pattern": host_plan["retire"]["pattern"]}] if replica == 0 else [])
 
 
+#: what a server reads when it starts: a difference in any of these files means the running server is not the planned one
+SERVER_RESTART_FILES = ("unit", "env", "token", "secrets")
+
+
+def server_changed(differ: list[str], state: dict[str, Any], image_id: Any) -> bool:
+    """Whether this member of a serving instance no longer runs what the plan says, so that the whole instance
+    restarts: a file the server reads at start differs, or (docker) its container runs another image than the one
+    the install stage pulled (`image_id`, sglang_install_info's; empty in uv installs)."""
+    running = state.get("running_image") or {}
+    return bool(set(differ) & set(SERVER_RESTART_FILES)) or (
+        running.get("rc", 1) == 0 and bool(image_id) and str(running.get("stdout") or "") != str(image_id))
+
+
 def router_wants(plan: dict[str, Any], start: bool) -> dict[str, list[dict[str, Any]]]:
     """sglang_router: its health-wait helper and folder, unit, account (uv), unit state, the running image (docker)."""
     helper, unit, settings = plan["files"]["helper_health"], plan["files"]["unit"], plan["settings"]

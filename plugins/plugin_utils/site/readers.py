@@ -41,6 +41,8 @@ SITE_WIDE = ("all",)
 EXTRA_VARS = "extra vars (-e)"
 #: the groups site.yml's plan play makes from each host's plan (group_by key sglang_role_<role>)
 _ROLE_GROUP = re.compile(r"^sglang_role_(\w+)$")
+#: the task keywords that apply a role inside a play's tasks
+ROLE_TASKS = ("ansible.builtin.import_role", "import_role", "ansible.builtin.include_role", "include_role")
 _PLAN_PATH = re.compile(r"metalserve_site\.plans\[inventory_hostname\]((?:\.\w+)+)")
 
 KIND_WORDS = {"server": "servers (sglang_role: server)", "router": "routers (sglang_role: router)",
@@ -64,7 +66,7 @@ def stage_hosts() -> dict[str, tuple[tuple[frozenset[str], Optional[str], str], 
             out.setdefault(role, []).append((kinds, _when(item.get("when") if isinstance(item, dict) else None),
                                              str(play.get("name") or "")))
         for task in play.get("tasks") or []:
-            included = (task.get("ansible.builtin.include_role") or task.get("include_role") or {}).get("name")
+            included = next((task[key].get("name") for key in ROLE_TASKS if isinstance(task.get(key), dict)), None)
             if included:
                 role = str(included).rsplit(".", 1)[-1]
                 out.setdefault(role, []).append((kinds, _when(task.get("when")), str(task.get("name") or "")))
