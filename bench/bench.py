@@ -16,7 +16,11 @@ the docker profile (this checkout over `docker exec` as root) and ref:<rev> prof
 other transport) use the docker connection.
 Per host, beside the wall times: node-side CPU seconds (each lab container's cgroup CPU time during the run),
 controller CPU seconds (ansible-playbook and its children, divided by the hosts), and module executions
-(bench/callback_plugins/module_count.py: task results that ran a module on the host, loop items each).
+(bench/callback_plugins/module_count.py: task results that ran a module on the host, loop items each). Before each
+no-op the nodes are left alone for IDLE_S seconds to measure their idle background; node CPU less that background
+over the run's wall time is reported beside the raw figure.
+--render 2048 --render-runs 5: render.yml five times at 2,048 servers, each a first render into a new folder and a
+second into the same.
 Absolute times on shared machines are noisy; the report states ratios measured within one run:
 no-op(N) / no-op(1) and no-op / first converge.
 Writes <out>/results.json, <out>/README.md (tables) and <out>/bench.png (time against N).
@@ -159,7 +163,22 @@ def profile_env(profile: str) -> dict[str, str]:
     return PROFILE_ENV[profile]
 
 
-def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT) -> dict[str, Any]:
+#: seconds each lab's nodes are left alone before its no-op, to measure their idle background CPU
+IDLE_S = 15.0
+
+
+def idle_rates(name: str, seconds: float = IDLE_S) -> dict[str, float]:
+    """Each lab node's CPU seconds per wall second while nothing runs on it (systemd, journald, sshd, the router's own
+    loop): the background a run's node CPU includes for as long as the run lasts."""
+    before, t0 = nodes_cpu_ns(name), time.monotonic()
+    time.sleep(seconds)
+    after, wall = nodes_cpu_ns(name), time.monotonic() - t0
+    return {h: (after[h] - before[h]) / 1e9 / wall for h in before
+            if before[h] is not None and after.get(h) is not None}
+
+
+def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT,
+            idle: dict[str, float] | None = None) -> dict[str, Any]:
     counts_file = lab.lab_dir(name) / f"modules-{kind}.json"
     extra_env = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks,module_count",
                  "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "BENCH_MODULE_COUNT": str(counts_file),
@@ -175,6 +194,9 @@ def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT) -> dic
     busy, ctl = machine_busy_s() - busy0, controller_cpu_s() - ctl0
     nodes1 = nodes_cpu_ns(name)
     node_s = [(nodes1[h] - nodes0[h]) / 1e9 for h in nodes0 if nodes0[h] is not None and nodes1.get(h) is not None]
+    # the same less each node's idle background over the run's wall time (idle_rates, measured before the no-op)
+    net_s = [(nodes1[h] - nodes0[h]) / 1e9 - idle[h] * wall for h in nodes0
+             if idle and h in idle and nodes0[h] is not None and nodes1.get(h) is not None]
     # the lab's hosts only: site.yml's first play (the inventory has hosts) runs on the controller's localhost
     recap = {h: v for h, v in parse_recap(proc.stdout).items() if h != "localhost"}
     hosts = max(1, len(recap))
@@ -189,6 +211,8 @@ def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT) -> dic
             "controller_cpu_s_per_host": round(ctl / hosts, 2),
             "node_cpu_s_per_host": round(sum(node_s) / len(node_s), 2) if node_s else None,
             "node_cpu_s_max": round(max(node_s), 2) if node_s else None,
+            "node_cpu_s_per_host_net": round(sum(net_s) / len(net_s), 2) if net_s else None,
+            "node_idle_cpu_per_s": round(sum(idle.values()) / len(idle), 4) if idle else None,
             "modules_per_host": round(sum(modules) / len(modules), 1) if modules else None,
             "modules_by_action": counts["actions"],
             "changed": sum(h.get("changed", 0) for h in recap.values()),
@@ -236,19 +260,23 @@ def render_inventory(n: int, path: Path) -> Path:
     return path / "hosts.yml"
 
 
-def measure_render(sizes: list[int], out: Path) -> list[dict[str, Any]]:
-    """render.yml over generated sites of each size: a first render (every file written) and a second (none)."""
+def measure_render(sizes: list[int], out: Path, runs: int = 1) -> list[dict[str, Any]]:
+    """render.yml over generated sites of each size, `runs` times: a first render into a folder that did not exist
+    (every file new), then a second into the same (nothing to write). Earlier folders are left in place: deleting
+    tens of thousands of files just before slows the next creations on ext4 for minutes (docs/performance.md)."""
     rows = []
     for n in sizes:
         inv = render_inventory(n, out / f"render-{n}")
-        dest = out / f"render-{n}" / "rendered"
-        for kind in ("first", "again"):
-            ctl0, t0 = controller_cpu_s(), time.monotonic()
-            proc = lab.run_ansible(["ansible-playbook", "-i", str(inv), "playbooks/render.yml", "-e",
-                                    f"sglang_render_dir={dest}"], quiet=True, extra_env={"ANSIBLE_CACHE_PLUGIN": "memory"})
-            rows.append({"hosts": n, "run": kind, "wall_s": round(time.monotonic() - t0, 1), "rc": proc.returncode,
-                         "controller_cpu_s": round(controller_cpu_s() - ctl0, 1)})
-            print(f"[bench] render.yml {n} servers ({kind}): {rows[-1]['wall_s']} s", flush=True)
+        for i in range(runs):
+            dest = out / f"render-{n}" / f"rendered-{time.strftime('%Y%m%d-%H%M%S')}-{i}"
+            for kind in ("first", "again"):
+                ctl0, t0 = controller_cpu_s(), time.monotonic()
+                proc = lab.run_ansible(["ansible-playbook", "-i", str(inv), "playbooks/render.yml", "-e",
+                                        f"sglang_render_dir={dest}"], quiet=True,
+                                       extra_env={"ANSIBLE_CACHE_PLUGIN": "memory"})
+                rows.append({"hosts": n, "run": kind, "round": i + 1, "wall_s": round(time.monotonic() - t0, 1),
+                             "rc": proc.returncode, "controller_cpu_s": round(controller_cpu_s() - ctl0, 1)})
+                print(f"[bench] render.yml {n} servers ({kind}, {i + 1} of {runs}): {rows[-1]['wall_s']} s", flush=True)
     return rows
 
 
@@ -270,8 +298,11 @@ def measure(sizes: list[int], specs: list[str], partial: Path | None = None) -> 
             lab.destroy(name, roots=(root,))
             try:
                 lab.up(name, n, "plain", transport=transport(profile))
+                idle: dict[str, float] | None = None
                 for kind in RUNS:
-                    run = one_run(name, kind, env, root)
+                    if kind == "noop":
+                        idle = idle_rates(name)
+                    run = one_run(name, kind, env, root, idle)
                     run.update(profile=profile, nodes=n)
                     print(f"[bench] {profile} N={n} {kind}: {run['wall_s']} s, changed={run['changed']}, "
                           f"failed={run['failed']}", flush=True)
@@ -305,7 +336,7 @@ def per_host_vs(runs: dict[tuple[int, str], dict[str, Any]], n: int, ref: int) -
     """The no-op's controller and node CPU per host at N over the same at N=ref (1.0: linear in hosts)."""
     here, base = runs.get((n, "noop")), runs.get((ref, "noop"))
     out: dict[str, float | None] = {}
-    for key in ("controller_cpu_s_per_host", "node_cpu_s_per_host"):
+    for key in ("controller_cpu_s_per_host", "node_cpu_s_per_host", "node_cpu_s_per_host_net"):
         ok = here and base and here.get(key) is not None and base.get(key)
         out[f"{key}_vs_{ref}"] = round(here[key] / base[key], 2) if ok else None
     return out
@@ -322,13 +353,15 @@ def scaling(results: dict[str, Any]) -> list[str]:
             continue
         lines += [f"## Fleet scaling, {profile}: the no-op per host past N={REFERENCE_N}", "",
                   f"| N | hosts | no-op s | controller CPU s / host | node CPU s / host | controller / host vs N={REFERENCE_N} "
-                  f"| node / host vs N={REFERENCE_N} | modules / host | node memory MiB (mean / max) |",
-                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  f"| node / host vs N={REFERENCE_N} | node CPU s / host, idle background subtracted "
+                  f"| its ratio vs N={REFERENCE_N} | modules / host | node memory MiB (mean / max) |",
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for n in big:
             o, r = runs[(n, "noop")], rat[profile][n]
             lines.append(f"| {n} | {o['hosts']} | {o['wall_s']} | {o['controller_cpu_s_per_host']} | "
                          f"{o['node_cpu_s_per_host']} | {r[f'controller_cpu_s_per_host_vs_{REFERENCE_N}']} | "
-                         f"{r[f'node_cpu_s_per_host_vs_{REFERENCE_N}']} | {o['modules_per_host']} | "
+                         f"{r[f'node_cpu_s_per_host_vs_{REFERENCE_N}']} | {o.get('node_cpu_s_per_host_net')} | "
+                         f"{r.get(f'node_cpu_s_per_host_net_vs_{REFERENCE_N}')} | {o['modules_per_host']} | "
                          f"{o.get('node_memory_mib_mean')} / {o.get('node_memory_mib_max')} |")
         lines.append("")
     return lines
@@ -405,11 +438,12 @@ def markdown(results: dict[str, Any]) -> str:
     lines += scaling(results)
     if results.get("render"):
         lines += ["## render.yml at fleet sizes (generated sites: racks of 16, a TP16 pair and a router per rack)", "",
-                  "| servers | first render s | second render s | controller CPU s (first) |", "| ---: | ---: | ---: | ---: |"]
-        by = {(r["hosts"], r["run"]): r for r in results["render"]}
-        for n in sorted({r["hosts"] for r in results["render"]}):
-            lines.append(f"| {n} | {by[(n, 'first')]['wall_s']} | {by[(n, 'again')]['wall_s']} | "
-                         f"{by[(n, 'first')]['controller_cpu_s']} |")
+                  "| servers | round | first render s | second render s | controller CPU s (first) |",
+                  "| ---: | ---: | ---: | ---: | ---: |"]
+        by = {(r["hosts"], r.get("round", 1), r["run"]): r for r in results["render"]}
+        for n, i in sorted({(r["hosts"], r.get("round", 1)) for r in results["render"]}):
+            lines.append(f"| {n} | {i} | {by[(n, i, 'first')]['wall_s']} | {by[(n, i, 'again')]['wall_s']} | "
+                         f"{by[(n, i, 'first')]['controller_cpu_s']} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -447,6 +481,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "bench"))
     ap.add_argument("--report", metavar="RESULTS_JSON", help="write the tables and plot again from a results.json; measure nothing")
     ap.add_argument("--render", default="", help="also time render.yml over generated sites of these sizes, e.g. 512,2048")
+    ap.add_argument("--render-runs", type=int, default=1, help="how many first and second renders of each size")
     args = ap.parse_args()
     if args.report:
         results = json.loads(Path(args.report).read_text())
@@ -455,7 +490,7 @@ def main() -> int:
                           partial=ROOT / ".cache" / "bench-partial.json")
         if args.render:
             results["render"] = measure_render([int(s) for s in args.render.split(",")],
-                                               ROOT / ".cache" / "bench-render")
+                                               ROOT / ".cache" / "bench-render", args.render_runs)
     results["ratios"] = ratios(results)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import atomic
 from ansible_collections.metalserve.sglang.plugins.modules.plan import ARGUMENT_SPEC
-from ansible_collections.metalserve.sglang.plugins.plugin_utils import warm
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import gc_paused, warm
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import artifact, inventory_vars
@@ -74,6 +74,10 @@ class ActionModule(ActionBase):
     _requires_connection = False
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        with gc_paused.paused():  # a whole site's objects in a worker that ends with this task (gc_paused.py)
+            return self._run(tmp, task_vars)
+
+    def _run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         args = validated(self, ARGUMENT_SPEC)

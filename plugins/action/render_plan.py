@@ -18,7 +18,7 @@ from typing import Any
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils import atomic
+from ansible_collections.metalserve.sglang.plugins.plugin_utils import atomic, gc_paused
 from ansible_collections.metalserve.sglang.plugins.modules.render_plan import ARGUMENT_SPEC
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.action_args import validated
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import preflight as checks
@@ -66,6 +66,10 @@ class ActionModule(ActionBase):
         return {r.host: r.as_dict() for r in reports}
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        with gc_paused.paused():  # a whole site's objects in a worker that ends with this task (gc_paused.py)
+            return self._run(tmp, task_vars)
+
+    def _run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
         args = validated(self, ARGUMENT_SPEC)
@@ -93,9 +97,10 @@ class ActionModule(ActionBase):
         clock.lap("render")
         extra = with_artifact(files, args, dest, site, hostvars, groups)
         clock.lap("artifact")
+        existed = dest.is_dir()  # a first render has nothing stale to look for
         changed, diffs = self._write(dest, sorted(files.items()) + sorted(extra.items()), set(extra))
         clock.lap("write")
-        removed = self._remove_stale(dest, set(files), changed)
+        removed = self._remove_stale(dest, set(files), changed) if existed else []
         clock.lap("stale")
         result.update(changed=bool(changed), files=sorted(files) + sorted(extra), changed_files=changed, removed=removed,
                       dest=str(dest), timings=clock.laps)
@@ -107,6 +112,7 @@ class ActionModule(ActionBase):
                elsewhere: set[str]) -> tuple[list[str], list[dict[str, str]]]:
         """Every file whose content or mode differs, atomically (not in check mode): (changed, diffs)."""
         changed, diffs = [], []
+        folders: set[Path] = set()  # made or seen once each (a big site's first render makes tens of thousands)
         for rel, (content, mode) in files:
             path = dest / rel  # an absolute `rel` (the artifact elsewhere) stays what it is
             data = content.encode("utf-8")
@@ -125,7 +131,7 @@ class ActionModule(ActionBase):
                 diffs.append({"before_header": str(path), "after_header": str(path),
                               "before": old or "", "after": content})
             if not self._task.check_mode:
-                atomic.write(path, data, int(mode, 8))
+                atomic.write(path, data, int(mode, 8), folders)
         return changed, diffs
 
     def _remove_stale(self, dest: Path, files: set[str], changed: list[str]) -> list[str]:

@@ -4,20 +4,35 @@
 """Files the controller writes (rendered/, the plan artifact, the upgrade's state): whole or not at all."""
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
 
 
-def write(path: Path, data: bytes, mode: int) -> None:
+def write(path: Path, data: bytes, mode: int, folders: set[Path] | None = None) -> None:
     """Write `data` to `path` with `mode` through a temporary file in the same folder and a rename, so a reader
-    never sees half a file and an interrupted run leaves the old one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    never sees half a file and an interrupted run leaves the old one. `folders`: folders known to exist (a caller
+    writing thousands of files passes one set; each folder is then made or checked once)."""
+    parent = path.parent
+    if folders is None or parent not in folders:
+        parent.mkdir(parents=True, exist_ok=True)
+        if folders is not None:
+            folders.add(parent)
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.")
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def write_text(path: Path, text: str, mode: int) -> bool:
