@@ -250,3 +250,39 @@ def test_a_member_restarts_for_what_its_server_reads_at_start(tmp_path: Path) ->
     assert probe.server_changed(*answer("", ["echo", "sha256:aaa"]), "sha256:bbb") is True  # another image pulled
     assert probe.server_changed(*answer("", ["false"]), "sha256:bbb") is False   # no container yet: a start, not this
     assert probe.server_changed(*answer("", ["echo", "sha256:aaa"]), None) is False   # uv: no image to compare
+
+
+def test_an_instance_restarts_when_any_member_in_the_play_changed(tmp_path: Path) -> None:
+    """The role's own `_sglang_server_instance_changed` (roles/sglang_server/vars/main.yml), evaluated by Ansible over
+    three hosts: m1 and m2 are one instance, m3 another. m1's probe says it changed, so m1 and m2 restart and m3 does
+    not; once m1 has failed (left the play) m2 no longer restarts around it."""
+    import json  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    import yaml  # noqa: PLC0415
+
+    role_vars = yaml.safe_load((ROOT / "roles" / "sglang_server" / "vars" / "main.yml").read_text())
+    members = "{{ {'m1': ['m1', 'm2'], 'm2': ['m1', 'm2'], 'm3': ['m3']}[inventory_hostname] }}"
+    tasks: list[dict[str, Any]] = [
+        {"name": "probe", "ansible.builtin.set_fact": {"_sglang_server_probe": {
+            "differ": [], "member_changed": "{{ inventory_hostname == 'm1' }}"}}},
+        {"name": "before", "ansible.builtin.set_fact": {"before": "{{ _sglang_server_instance_changed }}"}},
+        {"name": "m1 fails", "ansible.builtin.fail": {"msg": "apply failed"}, "when": "inventory_hostname == 'm1'"},
+        {"name": "after", "ansible.builtin.set_fact": {"after": "{{ _sglang_server_instance_changed }}"}},
+        {"name": "keep", "ansible.builtin.copy": {
+            "dest": str(tmp_path / "{{ inventory_hostname }}.json"), "mode": "0644",
+            "content": "{{ {'before': before, 'after': after} | to_json }}"}},
+    ]
+    play = {"hosts": "all", "gather_facts": False, "tasks": tasks,
+            "vars": {"_sglang_server_plan": {"members": members},
+                     "_sglang_server_instance_changed": role_vars["_sglang_server_instance_changed"]}}
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([play]))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+           "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections")}
+    proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", "m1,m2,m3", "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}", str(tmp_path / "play.yml")],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=300)
+    assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]  # m1's failure, as planned
+    got = {h: json.loads((tmp_path / f"{h}.json").read_text()) for h in ("m2", "m3")}
+    assert got == {"m2": {"before": True, "after": False}, "m3": {"before": False, "after": False}}
+    assert not (tmp_path / "m1.json").exists()

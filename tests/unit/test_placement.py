@@ -160,6 +160,8 @@ def test_unknown_sglang_variables_are_refused() -> None:
     hostvars["p1"]["sglang_stratgy"] = "balanced"
     hostvars["p1"]["sglang_server_health_timeout"] = 600  # a role setting, not a typo
     hostvars["p1"]["sglang_install_info"] = {"method": "uv"}  # our own fact, set by sglang_install
+    for role in ("sglang_install", "sglang_server"):  # the facts a stage sets when it changed the node (a later plan
+        hostvars["p1"][f"{role}_node_dirty"] = True  # of the same run, molecule's side_effect, sees them)
     hostvars["p1"]["sglang_favourite_colour"] = "blue"
     errors = plan_site(hostvars, groups)["errors"]["p1"]
     assert errors == [

@@ -31,8 +31,8 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import fabr
 
 HostVars = dict[str, Any]
 SECRET_ENV = {"sglang_hf_token": "HF_TOKEN"}
-#: variables this collection sets on hosts itself (facts), which a later plan of the same run sees
-OWN_FACTS = ("sglang_install_info",)
+#: the roles whose own facts (set_fact, register) carry the sglang_ prefix: a later plan of the same run sees them
+FACT_ROLES = ("sglang_install", "sglang_server", "sglang_router")
 _INSTANCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
@@ -51,7 +51,7 @@ def known_variables() -> dict[str, str]:
         for name in runtime.role_spec_options(role):
             if name.startswith("sglang_"):
                 names.setdefault(name, role)
-    names.update({name: "fact" for name in OWN_FACTS})
+    names.update({name: "fact" for role in FACT_ROLES for name in variables.role_outputs(role)})
     return names
 
 
