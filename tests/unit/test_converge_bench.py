@@ -116,16 +116,28 @@ def test_module_count_callback_counts_node_modules_only(tmp_path) -> None:
 def test_fleet_scaling_divides_the_no_op_per_host_by_n8() -> None:
     results = {"sizes": [1, 8, 16, 32], "profiles": ["tuned"], "runs": runs("tuned", {
         1: (30.0, 3.0, 3.0), 8: (150.0, 10.0, 10.0), 16: (300.0, 19.0, 19.0), 32: (600.0, 40.0, 40.0)})}
-    per_host = {8: (1.2, 0.6, 9), 16: (1.1, 0.66, 17), 32: (0.9, 0.72, 33)}  # controller, node, hosts
+    # controller, node, node less its idle background, hosts
+    per_host = {8: (1.2, 0.6, 0.5, 9), 16: (1.1, 0.66, 0.55, 17), 32: (0.9, 0.72, 0.5, 33)}
     for run in results["runs"]:
         if run["run"] == "noop" and run["nodes"] in per_host:
-            ctl, node, hosts = per_host[run["nodes"]]
-            run.update(controller_cpu_s_per_host=ctl, node_cpu_s_per_host=node, hosts=hosts, modules_per_host=2.9,
-                       node_memory_mib_mean=60.0, node_memory_mib_max=75.5)
+            ctl, node, net, hosts = per_host[run["nodes"]]
+            run.update(controller_cpu_s_per_host=ctl, node_cpu_s_per_host=node, node_cpu_s_per_host_net=net,
+                       hosts=hosts, modules_per_host=2.9, node_memory_mib_mean=60.0, node_memory_mib_max=75.5)
     rat = bench.ratios(results)["tuned"]
     assert rat[32]["controller_cpu_s_per_host_vs_8"] == 0.75 and rat[32]["node_cpu_s_per_host_vs_8"] == 1.2
     assert rat[8]["controller_cpu_s_per_host_vs_8"] == 1.0 and rat[1]["node_cpu_s_per_host_vs_8"] is None
     table = bench.scaling(results)
     assert table[0] == "## Fleet scaling, tuned: the no-op per host past N=8"
-    assert "| 32 | 33 | 40.0 | 0.9 | 0.72 | 0.75 | 1.2 | 2.9 | 60.0 / 75.5 |" in table
+    assert rat[16]["node_cpu_s_per_host_net_vs_8"] == 1.1 and rat[32]["node_cpu_s_per_host_net_vs_8"] == 1.0
+    assert "| 32 | 33 | 40.0 | 0.9 | 0.72 | 0.75 | 1.2 | 0.5 | 1.0 | 2.9 | 60.0 / 75.5 |" in table
     assert bench.scaling({**results, "sizes": [1, 8]}) == []  # nothing past N=8: no section
+
+
+def test_idle_background_is_cpu_per_wall_second_of_each_node(monkeypatch) -> None:
+    """A node that used 0.3 s of CPU over 1.5 s alone idles at 0.2 cores; one whose counter cannot be read is left out."""
+    readings = iter([{"n1": 1_000_000_000, "n2": None}, {"n1": 1_300_000_000, "n2": 5}])
+    clock = iter([100.0, 101.5])
+    monkeypatch.setattr(bench, "nodes_cpu_ns", lambda name: next(readings))
+    monkeypatch.setattr(bench.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(bench.time, "sleep", lambda s: None)
+    assert bench.idle_rates("lab", 1.5) == {"n1": pytest.approx(0.2)}
