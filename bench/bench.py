@@ -37,6 +37,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -263,7 +264,8 @@ def render_inventory(n: int, path: Path) -> Path:
 def measure_render(sizes: list[int], out: Path, runs: int = 1) -> list[dict[str, Any]]:
     """render.yml over generated sites of each size, `runs` times: a first render into a folder that did not exist
     (every file new), then a second into the same (nothing to write). Earlier folders are left in place: deleting
-    tens of thousands of files just before slows the next creations on ext4 for minutes (docs/performance.md)."""
+    tens of thousands of files just before slows the next creations on ext4 for minutes (docs/performance.md); they
+    are removed once every render of the run is measured."""
     rows = []
     for n in sizes:
         inv = render_inventory(n, out / f"render-{n}")
@@ -277,6 +279,9 @@ def measure_render(sizes: list[int], out: Path, runs: int = 1) -> list[dict[str,
                 rows.append({"hosts": n, "run": kind, "round": i + 1, "wall_s": round(time.monotonic() - t0, 1),
                              "rc": proc.returncode, "controller_cpu_s": round(controller_cpu_s() - ctl0, 1)})
                 print(f"[bench] render.yml {n} servers ({kind}, {i + 1} of {runs}): {rows[-1]['wall_s']} s", flush=True)
+    for n in sizes:  # measured: the trees go (nothing is measured after them in this run)
+        for tree in (out / f"render-{n}").glob("rendered-*"):
+            shutil.rmtree(tree, ignore_errors=True)
     return rows
 
 

@@ -250,6 +250,32 @@ def test_a_member_restarts_for_what_its_server_reads_at_start(tmp_path: Path) ->
     assert probe.server_changed(*answer("", ["echo", "sha256:aaa"]), "sha256:bbb") is True  # another image pulled
     assert probe.server_changed(*answer("", ["false"]), "sha256:bbb") is False   # no container yet: a start, not this
     assert probe.server_changed(*answer("", ["echo", "sha256:aaa"]), None) is False   # uv: no image to compare
+    # the names it restarts for are the names a planned server's request gives those files (a rename there would
+    # otherwise lose the restart): the unit, the environment file, the token file (docker), the --config file
+    plan = site("docker")["plans"]["q1"]
+    request = probe.server_wants(plan, 0, {"server_hf_token": "hf_x", "server_api_key": "k"})
+    paths = {item["name"]: item["path"] for item in request["files"]}
+    replica = (plan.get("replicas") or [plan])[0]
+    assert {name: paths[name] for name in probe.SERVER_RESTART_FILES} == {
+        "unit": replica["files"]["unit"]["path"], "env": replica["files"]["env"]["path"],
+        "token": replica["settings"]["hf_token_file"], "secrets": replica["settings"]["secrets_config"]}
+    assert replica["files"]["env"]["path"] in replica["files"]["unit"]["content"]  # the unit reads that env file
+
+
+def test_the_probe_action_says_whether_a_server_member_changed() -> None:
+    """node_probe's answer for stage server, shared or its own: member_changed from the answer and the image the
+    install stage recorded (sglang_install_info, templated as the play gives it); other stages carry none."""
+    from ansible_collections.metalserve.sglang.plugins.action.node_probe import ActionModule  # noqa: PLC0415
+
+    action = ActionModule.__new__(ActionModule)
+    action._templar = type("T", (), {"template": staticmethod(lambda value: value)})()  # noqa: SLF001
+    running = {"running_image": {"rc": 0, "stdout": "sha256:old"}}
+    info = {"sglang_install_info": {"image_id": "sha256:new"}}
+    assert action._judged({"differ": [], "state": running}, "server", info)["member_changed"] is True  # noqa: SLF001
+    assert action._judged({"differ": [], "state": running}, "server",  # noqa: SLF001
+                          {"sglang_install_info": {"image_id": "sha256:old"}})["member_changed"] is False
+    assert action._judged({"differ": ["env"], "state": {}}, "server", {})["member_changed"] is True  # noqa: SLF001
+    assert "member_changed" not in action._judged({"differ": ["unit"], "state": {}}, "router", info)  # noqa: SLF001
 
 
 def test_an_instance_restarts_when_any_member_in_the_play_changed(tmp_path: Path) -> None:

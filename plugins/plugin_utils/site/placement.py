@@ -51,7 +51,9 @@ def known_variables() -> dict[str, str]:
         for name in runtime.role_spec_options(role):
             if name.startswith("sglang_"):
                 names.setdefault(name, role)
-    names.update({name: "fact" for role in FACT_ROLES for name in variables.role_outputs(role)})
+    for role in FACT_ROLES:  # a role's own settings keep their owner
+        for name in variables.role_outputs(role):
+            names.setdefault(name, "fact")
     return names
 
 
