@@ -29,6 +29,20 @@ def run(argv: list[str]) -> tuple[int, str, str]:
     return out.returncode, out.stdout, out.stderr
 
 
+def play_locally(folder: Path, play: dict[str, Any], hosts: str) -> subprocess.CompletedProcess[str]:
+    """ansible-playbook with this checkout's configuration over the local connection (`hosts`: an inline inventory)."""
+    import sys  # noqa: PLC0415
+
+    import yaml  # noqa: PLC0415
+
+    (folder / "play.yml").write_text(yaml.safe_dump([play]))
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+           "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections")}
+    return subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", hosts, "-c", "local",
+                           "-e", f"ansible_python_interpreter={sys.executable}", str(folder / "play.yml")],
+                          capture_output=True, text=True, env=env, cwd=folder, check=False, timeout=300)
+
+
 def site(method: str) -> dict[str, Any]:
     hostvars, groups = fleet()
     hostvars = {h: {**v, "sglang_install_method": method} if h != "mon" else v for h, v in hostvars.items()}
@@ -201,8 +215,6 @@ def test_a_play_s_own_value_is_refused_by_the_probe(tmp_path: Path) -> None:
     import json  # noqa: PLC0415
     import sys  # noqa: PLC0415
 
-    import yaml  # noqa: PLC0415
-
     plan = {"role": "server", "install": {"method": "docker"}, "settings": {"python": sys.executable}}
     probes = {name: {"plan": plan, "stage": "install", "inputs": {"sglang_install_keep_venvs": planned}}
               for name, planned in (("drifted", 2), ("agreed", 5))}
@@ -212,12 +224,7 @@ def test_a_play_s_own_value_is_refused_by_the_probe(tmp_path: Path) -> None:
             "content": "{{ {'drifted': drifted, 'agreed': agreed} | to_json }}"}
     tasks.append({"name": "keep", "ansible.builtin.copy": keep})
     play = {"hosts": "localhost", "gather_facts": False, "vars": {"sglang_install_keep_venvs": "5"}, "tasks": tasks}
-    (tmp_path / "play.yml").write_text(yaml.safe_dump([play]))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-           "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections")}
-    proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", "localhost,", "-c", "local",
-                           "-e", f"ansible_python_interpreter={sys.executable}", str(tmp_path / "play.yml")],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=300)
+    proc = play_locally(tmp_path, play, "localhost,")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     got = json.loads((tmp_path / "out.json").read_text())
     assert got["drifted"]["failed"] and got["drifted"]["msg"] == (
@@ -283,7 +290,6 @@ def test_an_instance_restarts_when_any_member_in_the_play_changed(tmp_path: Path
     three hosts: m1 and m2 are one instance, m3 another. m1's probe says it changed, so m1 and m2 restart and m3 does
     not; once m1 has failed (left the play) m2 no longer restarts around it."""
     import json  # noqa: PLC0415
-    import sys  # noqa: PLC0415
 
     import yaml  # noqa: PLC0415
 
@@ -302,12 +308,7 @@ def test_an_instance_restarts_when_any_member_in_the_play_changed(tmp_path: Path
     play = {"hosts": "all", "gather_facts": False, "tasks": tasks,
             "vars": {"_sglang_server_plan": {"members": members},
                      "_sglang_server_instance_changed": role_vars["_sglang_server_instance_changed"]}}
-    (tmp_path / "play.yml").write_text(yaml.safe_dump([play]))
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-           "ANSIBLE_COLLECTIONS_PATH": str(ROOT / ".build" / "collections")}
-    proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", "m1,m2,m3", "-c", "local",
-                           "-e", f"ansible_python_interpreter={sys.executable}", str(tmp_path / "play.yml")],
-                          capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=300)
+    proc = play_locally(tmp_path, play, "m1,m2,m3")
     assert proc.returncode == 2, (proc.stdout + proc.stderr)[-3000:]  # m1's failure, as planned
     got = {h: json.loads((tmp_path / f"{h}.json").read_text()) for h in ("m2", "m3")}
     assert got == {"m2": {"before": True, "after": False}, "m3": {"before": False, "after": False}}
