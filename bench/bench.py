@@ -19,6 +19,7 @@ controller CPU seconds (ansible-playbook and its children, divided by the hosts)
 (bench/callback_plugins/module_count.py: task results that ran a module on the host, loop items each). Before each
 no-op the nodes are left alone for IDLE_S seconds to measure their idle background; node CPU less that background
 over the run's wall time is reported beside the raw figure.
+--repeat 3: each no-op and --check three times, every figure the median of the three (changed: any run's).
 --render 2048 --render-runs 5: render.yml five times at 2,048 servers, each a first render into a new folder and a
 second into the same.
 Absolute times on shared machines are noisy; the report states ratios measured within one run:
@@ -285,13 +286,36 @@ def measure_render(sizes: list[int], out: Path, runs: int = 1) -> list[dict[str,
     return rows
 
 
+#: the figures a repeated no-op or --check reports as the median of its runs
+MEDIAN_KEYS = ("wall_s", "busy_cpu_s", "controller_cpu_s", "controller_cpu_s_per_host", "node_cpu_s_per_host",
+               "node_cpu_s_max", "node_cpu_s_per_host_net", "modules_per_host")
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several runs of the same kind as one: each figure the median of the runs' (the noise between two identical runs
+    is about 10% here), a change or failure in any run kept, and every run's own figures under `repeats`."""
+    if len(runs) == 1:
+        return runs[0]
+    out = dict(runs[-1])
+    for key in MEDIAN_KEYS:
+        values = sorted(r[key] for r in runs if r.get(key) is not None)
+        if values:
+            mid = len(values) // 2
+            out[key] = values[mid] if len(values) % 2 else round((values[mid - 1] + values[mid]) / 2, 2)
+    out.update(changed=max(r["changed"] for r in runs), failed=max(r["failed"] for r in runs),
+               rc=max((r["rc"] for r in runs), key=abs),
+               changed_tasks=sorted({t for r in runs for t in r.get("changed_tasks") or []}),
+               repeats=[{key: r.get(key) for key in MEDIAN_KEYS + ("changed",)} for r in runs])
+    return out
+
+
 def split_profile(spec: str, sizes: list[int]) -> tuple[str, list[int]]:
     """'defaults@1+8' -> ('defaults', [1, 8]): a profile measured at some of the sizes only."""
     name, _sep, only = spec.partition("@")
     return name, [int(n) for n in only.split("+")] if only else sizes
 
 
-def measure(sizes: list[int], specs: list[str], partial: Path | None = None) -> dict[str, Any]:
+def measure(sizes: list[int], specs: list[str], partial: Path | None = None, repeat: int = 1) -> dict[str, Any]:
     """Every profile at its sizes; after each run the results so far go to `partial` (a run that fails later, say a
     lab of 32 nodes, keeps what was measured)."""
     profiles = [split_profile(spec, sizes) for spec in specs]
@@ -307,7 +331,8 @@ def measure(sizes: list[int], specs: list[str], partial: Path | None = None) -> 
                 for kind in RUNS:
                     if kind == "noop":
                         idle = idle_rates(name)
-                    run = one_run(name, kind, env, root, idle)
+                    times = 1 if kind == "first" else repeat
+                    run = median_run([one_run(name, kind, env, root, idle) for _ in range(times)])
                     run.update(profile=profile, nodes=n)
                     print(f"[bench] {profile} N={n} {kind}: {run['wall_s']} s, changed={run['changed']}, "
                           f"failed={run['failed']}", flush=True)
@@ -487,12 +512,15 @@ def main() -> int:
     ap.add_argument("--report", metavar="RESULTS_JSON", help="write the tables and plot again from a results.json; measure nothing")
     ap.add_argument("--render", default="", help="also time render.yml over generated sites of these sizes, e.g. 512,2048")
     ap.add_argument("--render-runs", type=int, default=1, help="how many first and second renders of each size")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run each no-op and --check this many times and report the median of each figure")
     args = ap.parse_args()
     if args.report:
         results = json.loads(Path(args.report).read_text())
     else:
         results = measure([int(s) for s in args.sizes.split(",") if s], [p for p in args.profiles.split(",") if p],
-                          partial=ROOT / ".cache" / "bench-partial.json")
+                          partial=ROOT / ".cache" / "bench-partial.json", repeat=args.repeat)
+        results["repeat"] = args.repeat
         if args.render:
             results["render"] = measure_render([int(s) for s in args.render.split(",")],
                                                ROOT / ".cache" / "bench-render", args.render_runs)
