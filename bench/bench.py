@@ -332,7 +332,7 @@ def measure(sizes: list[int], specs: list[str], partial: Path | None = None, rep
                     if kind == "noop":
                         idle = idle_rates(name)
                     times = 1 if kind == "first" else repeat
-                    run = median_run([one_run(name, kind, env, root, idle) for _ in range(times)])
+                    run = median_run([one_run(name, kind, env, root, idle) for _time in range(times)])
                     run.update(profile=profile, nodes=n)
                     print(f"[bench] {profile} N={n} {kind}: {run['wall_s']} s, changed={run['changed']}, "
                           f"failed={run['failed']}", flush=True)

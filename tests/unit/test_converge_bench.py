@@ -144,9 +144,9 @@ def test_idle_background_is_cpu_per_wall_second_of_each_node(monkeypatch) -> Non
 
 
 def test_a_repeated_run_reports_the_median_and_any_change() -> None:
+    figures = ((5.0, 0.7, 0.30, 0, []), (6.0, 0.9, 0.25, 1, ["x"]), (5.5, 0.6, 0.28, 0, []))
     runs = [{"wall_s": w, "controller_cpu_s_per_host": c, "node_cpu_s_per_host": n, "changed": ch, "failed": 0, "rc": 0,
-             "changed_tasks": t} for w, c, n, ch, t in ((5.0, 0.7, 0.30, 0, []), (6.0, 0.9, 0.25, 1, ["x"]),
-                                                         (5.5, 0.6, 0.28, 0, []))]
+             "changed_tasks": t} for w, c, n, ch, t in figures]
     merged = bench.median_run(runs)
     assert (merged["wall_s"], merged["controller_cpu_s_per_host"], merged["node_cpu_s_per_host"]) == (5.5, 0.7, 0.28)
     assert merged["changed"] == 1 and merged["changed_tasks"] == ["x"] and len(merged["repeats"]) == 3
