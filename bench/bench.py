@@ -1,8 +1,9 @@
 """Converge cost and fleet scaling of site.yml on lab nodes (`make bench`).
 
 For each N in --sizes (default 1, 4, 8, 16, 32): build a lab of N GPU-less servers plus one router (tests/lab/lab.py, plain shape),
-then run site.yml (hardware-bound stages off) three times: the first converge, a second (no-op) converge,
-and a --check run. Each run records wall time, changed tasks (from the recap) and the 10 slowest tasks
+then run site.yml (hardware-bound stages off) four times: the first converge, a second (no-op) converge,
+a --check run, and the no-op again one host at a time (forks 1: "alone", see ALONE_ENV). Each run records wall
+time, changed tasks (from the recap) and the 10 slowest tasks
 (ansible.posix.profile_tasks). --profiles picks what is measured, for before/after figures:
   tuned         this checkout with its ansible.cfg;
   nopipelining  the same with pipelining off (what pipelining alone is worth);
@@ -19,7 +20,7 @@ controller CPU seconds (ansible-playbook and its children, divided by the hosts)
 (bench/callback_plugins/module_count.py: task results that ran a module on the host, loop items each). Before each
 no-op the nodes are left alone for IDLE_S seconds to measure their idle background; node CPU less that background
 over the run's wall time is reported beside the raw figure.
---repeat 3: each no-op and --check three times, every figure the median of the three (changed: any run's).
+--repeat 3: each no-op, --check and alone no-op three times, every figure the median of the three (changed: any run's).
 --render 2048 --render-runs 5: render.yml five times at 2,048 servers, each a first render into a new folder and a
 second into the same.
 Absolute times on shared machines are noisy; the report states ratios measured within one run:
@@ -54,7 +55,12 @@ DEFAULTS = {"ANSIBLE_FORKS": "5", "ANSIBLE_PIPELINING": "False", "ANSIBLE_GATHER
             "ANSIBLE_CACHE_PLUGIN": "memory"}
 PROFILE_ENV = {"tuned": {}, "docker": {}, "nopipelining": {"ANSIBLE_PIPELINING": "False"}, "defaults": DEFAULTS}
 CALLBACKS = ROOT / "bench" / "callback_plugins"
-RUNS = ("first", "noop", "check")
+RUNS = ("first", "noop", "check", "alone")
+#: "alone": the no-op again with one host at a time. In the other runs up to `forks` nodes' modules and the
+#: controller's forks share this machine's two cores, and a module's CPU time grows with how many run beside it
+#: (caches; measured: 0.24 s per host at forks 1, 0.29 s at forks 20 on the same 32-node lab). A node of a real fleet
+#: has its own cores, so this run's node CPU per host is what a node pays, at any fleet size.
+ALONE_ENV = {"ANSIBLE_FORKS": "1"}
 
 
 def parse_recap(out: str) -> dict[str, dict[str, int]]:
@@ -185,6 +191,8 @@ def one_run(name: str, kind: str, env: dict[str, str], root: Path = ROOT,
     extra_env = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks,module_count",
                  "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS), "BENCH_MODULE_COUNT": str(counts_file),
                  "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "40", **env}
+    if kind == "alone":
+        extra_env.update(ALONE_ENV)
     inv = lab.lab_dir(name) / "hosts.yml"
     args = ["ansible-playbook", "-i", str(inv), "playbooks/site.yml", "--skip-tags", lab.SKIP]
     if kind == "check":
@@ -330,7 +338,7 @@ def measure(sizes: list[int], specs: list[str], partial: Path | None = None, rep
                 idle: dict[str, float] | None = None
                 for kind in RUNS:
                     if kind == "noop":
-                        idle = idle_rates(name)
+                        idle = idle_rates(name)  # the "alone" no-op after it subtracts the same background
                     times = 1 if kind == "first" else repeat
                     run = median_run([one_run(name, kind, env, root, idle) for _time in range(times)])
                     run.update(profile=profile, nodes=n)
@@ -363,12 +371,16 @@ REFERENCE_N = 8
 
 
 def per_host_vs(runs: dict[tuple[int, str], dict[str, Any]], n: int, ref: int) -> dict[str, float | None]:
-    """The no-op's controller and node CPU per host at N over the same at N=ref (1.0: linear in hosts)."""
-    here, base = runs.get((n, "noop")), runs.get((ref, "noop"))
+    """The no-op's controller and node CPU per host at N over the same at N=ref (1.0: linear in hosts), and the node
+    CPU per host of the one-host-at-a-time no-op ("alone") over its own at N=ref."""
     out: dict[str, float | None] = {}
-    for key in ("controller_cpu_s_per_host", "node_cpu_s_per_host", "node_cpu_s_per_host_net"):
-        ok = here and base and here.get(key) is not None and base.get(key)
-        out[f"{key}_vs_{ref}"] = round(here[key] / base[key], 2) if ok else None
+    for kind, keys in (("noop", ("controller_cpu_s_per_host", "node_cpu_s_per_host", "node_cpu_s_per_host_net")),
+                       ("alone", ("node_cpu_s_per_host_net",))):
+        here, base = runs.get((n, kind)), runs.get((ref, kind))
+        for key in keys:
+            ok = here and base and here.get(key) is not None and base.get(key)
+            name = f"{key}_vs_{ref}" if kind == "noop" else f"{kind}_{key}_vs_{ref}"
+            out[name] = round(here[key] / base[key], 2) if ok else None
     return out
 
 
@@ -384,14 +396,16 @@ def scaling(results: dict[str, Any]) -> list[str]:
         lines += [f"## Fleet scaling, {profile}: the no-op per host past N={REFERENCE_N}", "",
                   f"| N | hosts | no-op s | controller CPU s / host | node CPU s / host | controller / host vs N={REFERENCE_N} "
                   f"| node / host vs N={REFERENCE_N} | node CPU s / host, idle background subtracted "
+                  f"| its ratio vs N={REFERENCE_N} | node CPU s / host, one host at a time (forks 1), idle subtracted "
                   f"| its ratio vs N={REFERENCE_N} | modules / host | node memory MiB (mean / max) |",
-                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for n in big:
-            o, r = runs[(n, "noop")], rat[profile][n]
+            o, r, a = runs[(n, "noop")], rat[profile][n], runs.get((n, "alone")) or {}
             lines.append(f"| {n} | {o['hosts']} | {o['wall_s']} | {o['controller_cpu_s_per_host']} | "
                          f"{o['node_cpu_s_per_host']} | {r[f'controller_cpu_s_per_host_vs_{REFERENCE_N}']} | "
                          f"{r[f'node_cpu_s_per_host_vs_{REFERENCE_N}']} | {o.get('node_cpu_s_per_host_net')} | "
-                         f"{r.get(f'node_cpu_s_per_host_net_vs_{REFERENCE_N}')} | {o['modules_per_host']} | "
+                         f"{r.get(f'node_cpu_s_per_host_net_vs_{REFERENCE_N}')} | {a.get('node_cpu_s_per_host_net', '')} | "
+                         f"{r.get(f'alone_node_cpu_s_per_host_net_vs_{REFERENCE_N}') or ''} | {o['modules_per_host']} | "
                          f"{o.get('node_memory_mib_mean')} / {o.get('node_memory_mib_max')} |")
         lines.append("")
     return lines
@@ -426,7 +440,7 @@ def compare(results: dict[str, Any]) -> list[str]:
     for profile in others:
         for n in results["sizes"]:
             cells = [round(walls[(profile, n, k)] / walls[("tuned", n, k)], 2)
-                     if (profile, n, k) in walls and ("tuned", n, k) in walls else "" for k in RUNS]
+                     if (profile, n, k) in walls and ("tuned", n, k) in walls else "" for k in RUNS[:3]]
             if not any(cells):
                 continue
             lines.append(f"| {profile} | {n} | " + " | ".join(str(c) for c in cells) + " |")
@@ -488,7 +502,7 @@ def plot(results: dict[str, Any], path: Path) -> bool:
     fig, ax = plt.subplots(figsize=(9, 4.5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, profile in enumerate(results["profiles"]):  # one colour per profile, one line style per run
-        for kind, style in zip(RUNS, ("o-", "s--", "^:")):
+        for kind, style in zip(RUNS[:3], ("o-", "s--", "^:")):
             pts = sorted((r["nodes"], r["wall_s"]) for r in results["runs"]
                          if r["profile"] == profile and r["run"] == kind)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=colours[i % len(colours)],

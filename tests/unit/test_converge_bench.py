@@ -118,18 +118,23 @@ def test_fleet_scaling_divides_the_no_op_per_host_by_n8() -> None:
         1: (30.0, 3.0, 3.0), 8: (150.0, 10.0, 10.0), 16: (300.0, 19.0, 19.0), 32: (600.0, 40.0, 40.0)})}
     # controller, node, node less its idle background, hosts
     per_host = {8: (1.2, 0.6, 0.5, 9), 16: (1.1, 0.66, 0.55, 17), 32: (0.9, 0.72, 0.5, 33)}
+    alone = {8: 0.4, 32: 0.42}  # the one-host-at-a-time no-op's node CPU per host, idle subtracted (none at N=16)
     for run in results["runs"]:
         if run["run"] == "noop" and run["nodes"] in per_host:
             ctl, node, net, hosts = per_host[run["nodes"]]
             run.update(controller_cpu_s_per_host=ctl, node_cpu_s_per_host=node, node_cpu_s_per_host_net=net,
                        hosts=hosts, modules_per_host=2.9, node_memory_mib_mean=60.0, node_memory_mib_max=75.5)
+    results["runs"] += [{"profile": "tuned", "nodes": n, "run": "alone", "wall_s": 1.0, "changed": 0,
+                         "node_cpu_s_per_host_net": v} for n, v in alone.items()]
     rat = bench.ratios(results)["tuned"]
     assert rat[32]["controller_cpu_s_per_host_vs_8"] == 0.75 and rat[32]["node_cpu_s_per_host_vs_8"] == 1.2
     assert rat[8]["controller_cpu_s_per_host_vs_8"] == 1.0 and rat[1]["node_cpu_s_per_host_vs_8"] is None
     table = bench.scaling(results)
     assert table[0] == "## Fleet scaling, tuned: the no-op per host past N=8"
     assert rat[16]["node_cpu_s_per_host_net_vs_8"] == 1.1 and rat[32]["node_cpu_s_per_host_net_vs_8"] == 1.0
-    assert "| 32 | 33 | 40.0 | 0.9 | 0.72 | 0.75 | 1.2 | 0.5 | 1.0 | 2.9 | 60.0 / 75.5 |" in table
+    assert rat[32]["alone_node_cpu_s_per_host_net_vs_8"] == 1.05 and rat[16]["alone_node_cpu_s_per_host_net_vs_8"] is None
+    assert "| 32 | 33 | 40.0 | 0.9 | 0.72 | 0.75 | 1.2 | 0.5 | 1.0 | 0.42 | 1.05 | 2.9 | 60.0 / 75.5 |" in table
+    assert "| 16 | 17 | 19.0 | 1.1 | 0.66 | 0.92 | 1.1 | 0.55 | 1.1 |  |  | 2.9 | 60.0 / 75.5 |" in table
     assert bench.scaling({**results, "sizes": [1, 8]}) == []  # nothing past N=8: no section
 
 
@@ -141,6 +146,23 @@ def test_idle_background_is_cpu_per_wall_second_of_each_node(monkeypatch) -> Non
     monkeypatch.setattr(bench.time, "monotonic", lambda: next(clock))
     monkeypatch.setattr(bench.time, "sleep", lambda s: None)
     assert bench.idle_rates("lab", 1.5) == {"n1": pytest.approx(0.2)}
+
+
+def test_the_alone_run_is_the_no_op_one_host_at_a_time(monkeypatch, tmp_path) -> None:
+    """The "alone" run asks Ansible for forks 1 over the profile's own setting, and is no --check run."""
+    seen = []
+
+    class Proc:
+        stdout, returncode = "", 0
+
+    monkeypatch.setattr(bench.lab, "lab_dir", lambda name: tmp_path)
+    monkeypatch.setattr(bench.lab, "run_ansible", lambda args, **kw: seen.append((args, kw["extra_env"])) or Proc())
+    monkeypatch.setattr(bench, "nodes_cpu_ns", lambda name: {})
+    for kind in ("noop", "alone"):
+        bench.one_run("lab", kind, {"ANSIBLE_FORKS": "5"})
+    (noop_args, noop_env), (alone_args, alone_env) = seen
+    assert noop_env["ANSIBLE_FORKS"] == "5" and alone_env["ANSIBLE_FORKS"] == "1"
+    assert alone_args == noop_args and "--check" not in alone_args
 
 
 def test_a_repeated_run_reports_the_median_and_any_change() -> None:
