@@ -19,6 +19,8 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import en
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe import knobs
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, monitoring, render
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import variables
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan as site_plan
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site
 from ansible_collections.metalserve.sglang.tests.helpers import FIXTURES, ROOT
 from ansible_collections.metalserve.sglang.tests.unit.monitoring_site import groups, hostvars, site
@@ -434,3 +436,34 @@ def test_dump_large_reads_back_as_written() -> None:
         doc = {"root": _random_doc(rng)}
         text = monitoring.dump_large(doc)
         assert yaml.safe_load(text) == doc, text
+
+
+def test_bad_site_wide_settings_are_each_refused_and_the_rest_of_the_site_is_planned() -> None:
+    """Every host carries a site-wide setting (group_vars/all): two of the wrong type are both named on every host,
+    by the role's argument spec (the plan does not stop at them), and another host's own mistake is still found."""
+    hv = hostvars()
+    for values in hv.values():
+        values.update(monitoring_retention_days="two weeks", monitoring_scrape_interval=[15])
+    hv["a1"]["sglang_strategy"] = "fastest"
+    errors = plan_site(hv, groups())["errors"]
+    for host in ("mon", "b1", "m1"):
+        said = "\n".join(errors[host])
+        assert "monitoring_retention_days: expected int (its argument spec), got str 'two weeks'" in said, host
+        assert "monitoring_scrape_interval: expected int (its argument spec), got list [15]" in said, host
+        assert "could not run" not in said
+    assert any("fastest" in m for m in errors["a1"])
+
+
+def test_a_type_the_argument_spec_refused_is_not_said_again_per_host() -> None:
+    """The refusal names a site-wide setting of the wrong type once, in Ansible's validator's words (its argument
+    spec, read by Ansible's own ArgumentSpecValidator), and keeps the plan's other problems."""
+    hv = hostvars()
+    for values in hv.values():
+        values["monitoring_retention_days"] = "two weeks"
+    hv["a1"]["sglang_strategy"] = "fastest"
+    specs = {"monitoring": variables.role_options("monitoring")}
+    refused = {h: variables.role_errors(specs, {"monitoring_retention_days": "two weeks"}) for h in hv}
+    assert "argument 'monitoring_retention_days'" in refused["mon"]["monitoring"][0]
+    text = site_plan.refusal_text("mon", refused, plan_site(hv, groups())["errors"], len(hv), len(hv))
+    assert text.count("monitoring_retention_days") == 2  # the refusal and what the spec wants, once for every host
+    assert "- a1: sglang_strategy: 'fastest'" in text

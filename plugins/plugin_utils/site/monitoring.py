@@ -44,7 +44,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils import container
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import bench
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, cached_yaml, read_yaml
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.engine import format_address
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError, messages_of
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import firewall, placement, replicas, runtime
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import yaml_read
 
@@ -680,10 +680,12 @@ def dashboard(plans: dict[str, dict[str, Any]]) -> dict[str, Any]:
 # --- the site ---------------------------------------------------------------------------------------------------
 
 def site_settings(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> tuple[str, dict[str, Any]]:
-    """(host read, settings): site-wide values come from the first monitoring host, else the first host."""
+    """(host read, settings): site-wide values come from the first monitoring host, else the first host. A value the
+    role's argument spec refuses reads as its default here, so that the site is still planned: that host's own
+    monitoring settings (host_monitoring, through attach()) refuse it, beside every other mistake of the site."""
     hosts = sorted(groups.get(GROUP, [])) or sorted(hostvars)
     host = hosts[0]
-    return host, settings(hostvars.get(host, {}))
+    return host, runtime.checked_settings(hostvars.get(host, {}), ROLE)[0]
 
 
 def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
@@ -697,7 +699,7 @@ def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]
         try:
             plan["monitoring"] = host_monitoring(plan, hostvars[host])
         except RecipeError as exc:
-            errors.setdefault(host, []).append(str(exc))
+            errors.setdefault(host, []).extend(messages_of(exc))
             continue
         if host in monitors:
             plan["monitoring"]["prometheus"] = {"port": int(s["monitoring_prometheus_port"]),

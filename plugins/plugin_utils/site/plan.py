@@ -19,6 +19,7 @@ render.yml, the plan action and every role read what plan_site() returns; none r
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Optional
 
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.checks import site as site_checker
@@ -225,16 +226,23 @@ def failure_text(errors: dict[str, list[str]], total: int) -> str:
     return "\n".join(lines)
 
 
+#: how Ansible's argument-spec validator names the variable it refuses (check_variables' messages)
+_SPEC_ARGUMENT = re.compile(r"argument '(\w+)'")
+
+
 def refusal_text(where: str, variable_errors: dict[str, dict[str, list[str]]], problems: dict[str, list[str]],
                  checked: int, planned: int) -> str:
     """The one message of a refused site: the argument-spec refusals (check_variables), then the plan's own problems;
-    a problem both name (a variable that cannot be templated) is said once. Tokens are masked."""
+    a problem both name (a variable that cannot be templated, or one whose type the spec refused on that host: a
+    site-wide setting would otherwise be said again on every host) is said once. Tokens are masked."""
     parts = [f"refused before anything changed (reported once for the site, on {where}; the hosts at fault are named "
              "below)"]
     if variable_errors:
         parts.append(variables.redact(variables.failure_text(variable_errors, checked)))
     said = {h: {m for ms in v.values() for m in ms} for h, v in variable_errors.items()}
-    rest = {h: [m for m in ms if m not in said.get(h, set())] for h, ms in problems.items()}
+    refused = {h: {n for m in ms for n in _SPEC_ARGUMENT.findall(m)} for h, ms in said.items()}
+    rest = {h: [m for m in ms if m not in said.get(h, set()) and m.split(":", 1)[0] not in refused.get(h, set())]
+            for h, ms in problems.items()}
     rest = {h: ms for h, ms in rest.items() if ms}
     if rest:
         parts.append(variables.redact(failure_text(rest, planned)))

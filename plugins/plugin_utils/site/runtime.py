@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 
 from ansible.module_utils.common import validation
 
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError, RecipeErrors
 from ansible_collections.metalserve.sglang.plugins.plugin_utils import node, yaml_read
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -144,13 +144,26 @@ def _coerce(name: str, value: Any, kind: str, default: Any = None) -> Any:
             from exc
 
 
-def settings(hv: dict[str, Any], role: str) -> dict[str, Any]:
+def checked_settings(hv: dict[str, Any], role: str) -> tuple[dict[str, Any], list[str]]:
     """Every literal setting of a role for one host: the inventory's value (converted as its argument spec
-    converts it), else the role default."""
+    converts it), else the role default; each value the spec refuses is said and replaced by the default, so that a
+    caller which must go on (the site-wide monitoring settings) plans the rest and reports every mistake."""
     kinds = role_spec_types(role)
-    out = {}
+    out, problems = {}, []
     for name, default in role_defaults(role).items():
-        out[name] = _coerce(name, hv[name], kinds.get(name, "raw"), default) if hv.get(name) is not None else default
+        try:
+            out[name] = _coerce(name, hv[name], kinds.get(name, "raw"), default) if hv.get(name) is not None else default
+        except RecipeError as exc:
+            out[name] = default
+            problems.append(str(exc))
+    return out, problems
+
+
+def settings(hv: dict[str, Any], role: str) -> dict[str, Any]:
+    """checked_settings(), refusing every value the role's argument spec refuses in one error."""
+    out, problems = checked_settings(hv, role)
+    if problems:
+        raise RecipeErrors(problems)
     return out
 
 
