@@ -58,8 +58,8 @@ CALLBACKS = ROOT / "bench" / "callback_plugins"
 RUNS = ("first", "noop", "check", "alone")
 #: "alone": the no-op again with one host at a time. In the other runs up to `forks` nodes' modules and the
 #: controller's forks share this machine's two cores, and a module's CPU time grows with how many run beside it
-#: (caches; measured: 0.24 s per host at forks 1, 0.29 s at forks 20 on the same 32-node lab). A node of a real fleet
-#: has its own cores, so this run's node CPU per host is what a node pays, at any fleet size.
+#: (caches; bench/fleet/results.json, N=32: 0.25 s per host one host at a time, 0.29 s at forks 20, on the same
+#: lab). A node of a real fleet has its own cores, so this run's node CPU per host is what a node pays.
 ALONE_ENV = {"ANSIBLE_FORKS": "1"}
 
 
@@ -375,13 +375,21 @@ def per_host_vs(runs: dict[tuple[int, str], dict[str, Any]], n: int, ref: int) -
     CPU per host of the one-host-at-a-time no-op ("alone") over its own at N=ref."""
     out: dict[str, float | None] = {}
     for kind, keys in (("noop", ("controller_cpu_s_per_host", "node_cpu_s_per_host", "node_cpu_s_per_host_net")),
-                       ("alone", ("node_cpu_s_per_host_net",))):
+                       ("alone", ("node_cpu_s_per_host", "node_cpu_s_per_host_net"))):
         here, base = runs.get((n, kind)), runs.get((ref, kind))
         for key in keys:
             ok = here and base and here.get(key) is not None and base.get(key)
             name = f"{key}_vs_{ref}" if kind == "noop" else f"{kind}_{key}_vs_{ref}"
             out[name] = round(here[key] / base[key], 2) if ok else None
     return out
+
+
+def _pair(figures: dict[str, Any], key: str) -> str:
+    """'raw; net' of a figure and its idle-subtracted twin (key + '_net', or key with '_vs_' -> '_net_vs_'), blank
+    where it was not measured."""
+    net = key.replace("_vs_", "_net_vs_") if "_vs_" in key else key + "_net"
+    values = [figures.get(key), figures.get(net)]
+    return "" if all(v is None for v in values) else "; ".join("" if v is None else str(v) for v in values)
 
 
 def scaling(results: dict[str, Any]) -> list[str]:
@@ -396,16 +404,16 @@ def scaling(results: dict[str, Any]) -> list[str]:
         lines += [f"## Fleet scaling, {profile}: the no-op per host past N={REFERENCE_N}", "",
                   f"| N | hosts | no-op s | controller CPU s / host | node CPU s / host | controller / host vs N={REFERENCE_N} "
                   f"| node / host vs N={REFERENCE_N} | node CPU s / host, idle background subtracted "
-                  f"| its ratio vs N={REFERENCE_N} | node CPU s / host, one host at a time (forks 1), idle subtracted "
-                  f"| its ratio vs N={REFERENCE_N} | modules / host | node memory MiB (mean / max) |",
+                  f"| its ratio vs N={REFERENCE_N} | node CPU s / host, one host at a time (forks 1): raw; idle "
+                  f"subtracted | their ratios vs N={REFERENCE_N} | modules / host | node memory MiB (mean / max) |",
                   "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for n in big:
             o, r, a = runs[(n, "noop")], rat[profile][n], runs.get((n, "alone")) or {}
             lines.append(f"| {n} | {o['hosts']} | {o['wall_s']} | {o['controller_cpu_s_per_host']} | "
                          f"{o['node_cpu_s_per_host']} | {r[f'controller_cpu_s_per_host_vs_{REFERENCE_N}']} | "
                          f"{r[f'node_cpu_s_per_host_vs_{REFERENCE_N}']} | {o.get('node_cpu_s_per_host_net')} | "
-                         f"{r.get(f'node_cpu_s_per_host_net_vs_{REFERENCE_N}')} | {a.get('node_cpu_s_per_host_net', '')} | "
-                         f"{r.get(f'alone_node_cpu_s_per_host_net_vs_{REFERENCE_N}') or ''} | {o['modules_per_host']} | "
+                         f"{r.get(f'node_cpu_s_per_host_net_vs_{REFERENCE_N}')} | {_pair(a, 'node_cpu_s_per_host')} | "
+                         f"{_pair(r, f'alone_node_cpu_s_per_host_vs_{REFERENCE_N}')} | {o['modules_per_host']} | "
                          f"{o.get('node_memory_mib_mean')} / {o.get('node_memory_mib_max')} |")
         lines.append("")
     return lines

@@ -29,13 +29,17 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import plan
 warm.load()
 
 
-def _depends_on(plans: dict[str, Any], hosts: list[str]) -> set[str]:
-    """The hosts of this run and those their plans read: instance members, a router's workers."""
+def _depends_on(plans: dict[str, Any], hosts: list[str], monitoring: dict[str, Any] | None = None) -> set[str]:
+    """The hosts of this run and those their plans read: instance members, a router's workers, and the host the
+    site-wide monitoring settings are read from while any of them is refused (every node's firewall allow-list and
+    the monitoring hosts' files are made from them)."""
     out = set(hosts)
     for host in hosts:
         plan = plans.get(host) or {}
         out.update(plan.get("members") or [])
         out.update(plan.get("worker_hosts") or [])
+    if monitoring and monitoring.get("settings_refused") and monitoring.get("settings_from"):
+        out.add(str(monitoring["settings_from"]))
     return out
 
 
@@ -110,7 +114,7 @@ class ActionModule(ActionBase):
         site, errors = _plan(hostvars, groups, wanted, broken, variable_errors,
                              inventory_vars.variable_origins(task_vars["hostvars"], inventory), applied(task_vars))
         plans = site["plans"]
-        involved = _depends_on(plans, wanted)
+        involved = _depends_on(plans, wanted, site.get("monitoring"))
         here = {h: m for h, m in errors.items() if h in involved}
         elsewhere = {h: m for h, m in errors.items() if h not in involved}
         warnings = site_plan.warning_lines(plans, involved)

@@ -450,8 +450,23 @@ def test_bad_site_wide_settings_are_each_refused_and_the_rest_of_the_site_is_pla
         said = "\n".join(errors[host])
         assert "monitoring_retention_days: expected int (its argument spec), got str 'two weeks'" in said, host
         assert "monitoring_scrape_interval: expected int (its argument spec), got list [15]" in said, host
-        assert "could not run" not in said
     assert any("fastest" in m for m in errors["a1"])
+
+
+def test_a_limit_run_is_refused_while_the_site_wide_settings_it_reads_are() -> None:
+    """Only the monitoring host carries the bad value (group_vars/monitoring): it alone is refused, but the others'
+    firewall allow-lists are made from its settings, so a run limited to them depends on it (and is refused)."""
+    from ansible_collections.metalserve.sglang.plugins.action.plan import _depends_on  # noqa: PLC0415
+
+    hv = hostvars()
+    hv["mon"]["monitoring_allowed_sources"] = {"prom": "192.0.2.7"}
+    planned = plan_site(hv, groups())
+    assert sorted(planned["errors"]) == ["mon"]
+    assert "monitoring_allowed_sources: expected list (its argument spec), got dict" in planned["errors"]["mon"][0]
+    assert planned["monitoring"]["settings_from"] == "mon" and planned["monitoring"]["settings_refused"]
+    assert "mon" in _depends_on(planned["plans"], ["a1"], planned["monitoring"])
+    good = plan_site(hostvars(), groups())
+    assert _depends_on(good["plans"], ["a1"], good["monitoring"]) == {"a1"}
 
 
 def test_a_type_the_argument_spec_refused_is_not_said_again_per_host() -> None:
@@ -467,3 +482,14 @@ def test_a_type_the_argument_spec_refused_is_not_said_again_per_host() -> None:
     text = site_plan.refusal_text("mon", refused, plan_site(hv, groups())["errors"], len(hv), len(hv))
     assert text.count("monitoring_retention_days") == 2  # the refusal and what the spec wants, once for every host
     assert "- a1: sglang_strategy: 'fastest'" in text
+
+
+def test_each_refused_setting_of_a_stage_is_its_own_line() -> None:
+    """Two values of one role's settings that its argument spec refuses: two problems of the host, each naming its
+    variable (the refusal lists each on its own line under the host)."""
+    hv = hostvars()
+    hv["a1"].update(model_weights_poll="often", model_weights_timeout="long")
+    problems = plan_site(hv, groups())["errors"]["a1"]
+    assert any(m.startswith("model_weights_poll: expected int") for m in problems), problems
+    assert any(m.startswith("model_weights_timeout: expected int") for m in problems), problems
+    assert not any("\n" in m for m in problems)

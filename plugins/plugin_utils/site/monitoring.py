@@ -682,10 +682,18 @@ def dashboard(plans: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def site_settings(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> tuple[str, dict[str, Any]]:
     """(host read, settings): site-wide values come from the first monitoring host, else the first host. A value the
     role's argument spec refuses reads as its default here, so that the site is still planned: that host's own
-    monitoring settings (host_monitoring, through attach()) refuse it, beside every other mistake of the site."""
+    monitoring settings (host_monitoring, through attach()) refuse it, beside every other mistake of the site, and
+    site_monitoring() names the host as `settings_from` with `settings_refused`, so that a --limit run of other hosts
+    (whose firewall and scrape targets are made from these values) is refused too."""
     hosts = sorted(groups.get(GROUP, [])) or sorted(hostvars)
     host = hosts[0]
     return host, runtime.checked_settings(hostvars.get(host, {}), ROLE)[0]
+
+
+def refused_site_settings(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> list[str]:
+    """The site-wide settings' values that the role's argument spec refuses (site_settings() read their defaults)."""
+    hosts = sorted(groups.get(GROUP, [])) or sorted(hostvars)
+    return runtime.checked_settings(hostvars.get(hosts[0], {}), ROLE)[1]
 
 
 def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
@@ -714,12 +722,14 @@ def site_monitoring(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[s
     if not hostvars:
         return {"hosts": [], "warnings": [], "files": {}}
     source_host, s = site_settings(hostvars, groups)
+    refused = refused_site_settings(hostvars, groups)
     ok = {h: p for h, p in plans.items() if h not in errors and p.get("monitoring")}
     warnings: list[str] = []
     try:
         allowed = _networks(s["monitoring_allowed_sources"], "monitoring_allowed_sources")
     except RecipeError as exc:
-        errors.setdefault(source_host, []).append(str(exc))
+        errors.setdefault(source_host, []).extend(messages_of(exc))
+        refused += messages_of(exc)
         allowed = []
     addresses, unknown = monitor_addresses(hostvars, groups)
     monitors = sorted(groups.get(GROUP, []))
@@ -750,7 +760,7 @@ def site_monitoring(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[s
     rules = alert_rules(ok, s)
     # compact: json's C encoder (an indented dump takes the pure-Python path, seconds at thousands of instances)
     board = json.dumps(dashboard(ok), sort_keys=False, separators=(",", ":")) + "\n"
-    return {"hosts": monitors, "settings_from": source_host, "warnings": warnings,
+    return {"hosts": monitors, "settings_from": source_host, "settings_refused": refused, "warnings": warnings,
             "files": {"prometheus": _file(PROMETHEUS_CONFIG, config, "0644"),
                       "rules": _file(RULES_FILE, rules, "0644"),
                       "prometheus_defaults": _file(PROMETHEUS_DEFAULTS, "\n".join([

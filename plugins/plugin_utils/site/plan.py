@@ -142,8 +142,9 @@ def monitor(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]
     try:
         return monitoring.site_monitoring(plans, hostvars, groups, errors)
     except RecipeError as exc:
-        errors.setdefault(monitoring.site_settings(hostvars, groups)[0], []).extend(messages_of(exc))
-        return {"hosts": [], "warnings": [], "files": {}}
+        source = monitoring.site_settings(hostvars, groups)[0]
+        errors.setdefault(source, []).extend(messages_of(exc))
+        return {"hosts": [], "warnings": [], "files": {}, "settings_from": source, "settings_refused": messages_of(exc)}
 
 
 def judge(plans: dict[str, dict[str, Any]], site_monitoring: dict[str, Any], hostvars: dict[str, dict[str, Any]],
@@ -226,8 +227,16 @@ def failure_text(errors: dict[str, list[str]], total: int) -> str:
     return "\n".join(lines)
 
 
-#: how Ansible's argument-spec validator names the variable it refuses (check_variables' messages)
-_SPEC_ARGUMENT = re.compile(r"argument '(\w+)'")
+#: how Ansible's argument-spec validator names the variable whose type it refuses (check_variables' messages)
+_SPEC_ARGUMENT = re.compile(r"^argument '(\w+)' is of type")
+#: how the plan refuses the same (runtime._coerce)
+_PLAN_TYPE = re.compile(r"^(\w+): expected \w+ \(its argument spec\)")
+
+
+def _type_refusal(message: str) -> str | None:
+    """The variable a plan problem refuses for its type (as the argument spec would), else None."""
+    found = _PLAN_TYPE.match(message)
+    return found.group(1) if found else None
 
 
 def refusal_text(where: str, variable_errors: dict[str, dict[str, list[str]]], problems: dict[str, list[str]],
@@ -241,7 +250,7 @@ def refusal_text(where: str, variable_errors: dict[str, dict[str, list[str]]], p
         parts.append(variables.redact(variables.failure_text(variable_errors, checked)))
     said = {h: {m for ms in v.values() for m in ms} for h, v in variable_errors.items()}
     refused = {h: {n for m in ms for n in _SPEC_ARGUMENT.findall(m)} for h, ms in said.items()}
-    rest = {h: [m for m in ms if m not in said.get(h, set()) and m.split(":", 1)[0] not in refused.get(h, set())]
+    rest = {h: [m for m in ms if m not in said.get(h, set()) and _type_refusal(m) not in refused.get(h, set())]
             for h, ms in problems.items()}
     rest = {h: ms for h, ms in rest.items() if ms}
     if rest:

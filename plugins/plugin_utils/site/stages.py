@@ -27,7 +27,7 @@ from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import i
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import nvidia as nv
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.drivers import rocm as rp
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.catalog import DATA_DIR, load_catalog, read_yaml
-from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError
+from ansible_collections.metalserve.sglang.plugins.plugin_utils.recipe.errors import RecipeError, messages_of
 from ansible_collections.metalserve.sglang.plugins.plugin_utils.site import acceptance_stage, firewall, placement, runtime
 
 #: the first comment of every file a stage writes
@@ -814,10 +814,10 @@ def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]]
             try:
                 stage = make(host, plan, hostvars, groups)
             except RecipeError as exc:
-                errors.setdefault(host, []).append(str(exc))
+                errors.setdefault(host, []).extend(messages_of(exc))
                 continue
             switch = MANAGE.get(stage["role"])
-            if stage["applies"] and switch and not runtime.settings(hostvars[host], stage["role"])[switch]:
+            if stage["applies"] and switch and not runtime.checked_settings(hostvars[host], stage["role"])[0][switch]:
                 stage.update(applies=False, why=f"{switch} is false: the role leaves this stage as the node has it")
             out[name] = stage
         plan["stages"] = out
