@@ -493,3 +493,29 @@ def test_each_refused_setting_of_a_stage_is_its_own_line() -> None:
     assert any(m.startswith("model_weights_poll: expected int") for m in problems), problems
     assert any(m.startswith("model_weights_timeout: expected int") for m in problems), problems
     assert not any("\n" in m for m in problems)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("monitoring_prometheus_port", 70000), ("monitoring_blackbox_port", 0), ("monitoring_scrape_interval", -15),
+    ("monitoring_retention_days", 0), ("monitoring_not_serving_minutes", 0), ("monitoring_weights_free_percent", -5),
+    ("monitoring_throughput_percent", 150), ("monitoring_dashboard_dir", "relative/dir"),
+    ("monitoring_dashboard_dir", "/../../escaped")])
+def test_a_site_wide_value_out_of_range_is_refused_on_the_host_it_is_read_from(name: str, value: Any) -> None:
+    """TCP ports are 1-65535; Prometheus needs a positive interval and retention; a percentage of free disk or of the
+    cookbook's throughput above 100 or below 1 never or always fires; the dashboard folder is a path on the
+    monitoring hosts, which rendered/ mirrors under the host's folder."""
+    hv = hostvars()
+    hv["mon"][name] = value
+    planned = plan_site(hv, groups())
+    assert sorted(planned["errors"]) == ["mon"], planned["errors"]
+    assert any(m.startswith(f"{name}: {value!r}" if isinstance(value, str) else f"{name}: {value} is out of range")
+               for m in planned["errors"]["mon"]), planned["errors"]["mon"]
+    assert planned["monitoring"]["settings_refused"]
+
+
+def test_every_site_wide_value_out_of_range_is_said_at_once() -> None:
+    hv = hostvars()
+    hv["mon"].update(monitoring_prometheus_port=70000, monitoring_scrape_interval=0, monitoring_retention_days=0)
+    said = "\n".join(plan_site(hv, groups())["errors"]["mon"])
+    for name in ("monitoring_prometheus_port", "monitoring_scrape_interval", "monitoring_retention_days"):
+        assert f"{name}: " in said, name

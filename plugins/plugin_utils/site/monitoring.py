@@ -696,6 +696,32 @@ def refused_site_settings(hostvars: dict[str, dict[str, Any]], groups: dict[str,
     return runtime.checked_settings(hostvars.get(hosts[0], {}), ROLE)[1]
 
 
+#: the site-wide settings' ranges, which the argument spec (types only) cannot say: (lowest, highest or None)
+SITE_RANGES = {"monitoring_prometheus_port": (1, 65535), "monitoring_blackbox_port": (1, 65535),
+               "monitoring_scrape_interval": (1, None), "monitoring_retention_days": (1, None),
+               "monitoring_not_serving_minutes": (1, None), "monitoring_weights_free_percent": (1, 99),
+               "monitoring_throughput_percent": (1, 100)}
+
+
+def out_of_range(s: dict[str, Any]) -> dict[str, str]:
+    """{variable: problem} for each site-wide value outside what Prometheus and the alert rules can take, and a
+    dashboard folder that is not an absolute path without `..` (it is a path on the monitoring hosts, and rendered/
+    mirrors it)."""
+    problems = {}
+    for name, (low, high) in SITE_RANGES.items():
+        value = int(s[name])
+        if value < low or (high is not None and value > high):
+            wants = f"{low} to {high}" if high is not None else f"{low} or more"
+            problems[name] = f"{name}: {value} is out of range; it takes {wants} (the role's default is " \
+                             f"{runtime.role_defaults(ROLE)[name]})"
+    folder = str(s["monitoring_dashboard_dir"])
+    if not folder.startswith("/") or ".." in folder.split("/"):
+        problems["monitoring_dashboard_dir"] = (f"monitoring_dashboard_dir: {folder!r} is not an absolute path "
+                                                "without '..'; write a folder on the monitoring hosts, e.g. "
+                                                f"{runtime.role_defaults(ROLE)['monitoring_dashboard_dir']}")
+    return problems
+
+
 def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
            errors: dict[str, list[str]]) -> None:
     """plan['monitoring'] on every planned host (before the site checks, which read its ports)."""
@@ -723,6 +749,11 @@ def site_monitoring(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[s
         return {"hosts": [], "warnings": [], "files": {}}
     source_host, s = site_settings(hostvars, groups)
     refused = refused_site_settings(hostvars, groups)
+    bad = out_of_range(s)
+    if bad:  # said on the host they are read from; the files below are made from the defaults meanwhile
+        errors.setdefault(source_host, []).extend(bad.values())
+        refused += list(bad.values())
+        s = {**s, **{name: runtime.role_defaults(ROLE)[name] for name in bad}}
     ok = {h: p for h, p in plans.items() if h not in errors and p.get("monitoring")}
     warnings: list[str] = []
     try:
