@@ -519,3 +519,21 @@ def test_every_site_wide_value_out_of_range_is_said_at_once() -> None:
     said = "\n".join(plan_site(hv, groups())["errors"]["mon"])
     for name in ("monitoring_prometheus_port", "monitoring_scrape_interval", "monitoring_retention_days"):
         assert f"{name}: " in said, name
+
+
+def test_every_bad_entry_of_a_site_wide_list_is_named_at_once() -> None:
+    """Each bad allowed source and each alertmanager with a scheme or a path (promtool refuses those:
+    test_real_validators), in one message."""
+    hv = hostvars()
+    hv["mon"].update(monitoring_allowed_sources=["10.0.0.0/33", "10.0.0.0/8", "10.0.0.300"],
+                     monitoring_alertmanagers=["http://am1:9093", "am2:9093", "am3:9093/api"])
+    said = "\n".join(plan_site(hv, groups())["errors"]["mon"])
+    assert "'10.0.0.0/33', '10.0.0.300' are neither an IP address nor a network" in said
+    assert "'http://am1:9093', 'am3:9093/api' are not host:port" in said
+
+
+def test_alertmanagers_as_host_port_reach_prometheus() -> None:
+    hv = hostvars()
+    hv["mon"]["monitoring_alertmanagers"] = ["am1.example.com:9093", "[fd00::1]:9093", "10.0.0.7:9093"]
+    doc = yaml.safe_load(site(hv)["monitoring"]["files"]["prometheus"]["content"])
+    assert doc["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == hv["mon"]["monitoring_alertmanagers"]

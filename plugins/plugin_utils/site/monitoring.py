@@ -221,13 +221,15 @@ def exporter_ports(plan: dict[str, Any]) -> list[tuple[int, str]]:
 def _networks(values: Any, variable: str) -> list[str]:
     if not isinstance(values, list):
         raise RecipeError(f"{variable}: expected a list of addresses or networks (CIDR), got {values!r}")
-    out = []
+    out, bad = [], []
     for value in values:
         try:
             out.append(str(ipaddress.ip_network(str(value).strip(), strict=False)))
         except ValueError:
-            raise RecipeError(f"{variable}: {value!r} is neither an IP address nor a network such as "
-                              "10.0.0.0/24") from None
+            bad.append(repr(value))
+    if bad:  # every one of them in one message
+        raise RecipeError(f"{variable}: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} neither an IP address "
+                          "nor a network such as 10.0.0.0/24")
     return out
 
 
@@ -324,10 +326,11 @@ def prometheus_config(jobs: list[dict[str, Any]], s: dict[str, Any]) -> str:
                            "rule_files": [RULES_FILE]}
     if s["monitoring_alertmanagers"]:
         targets = [str(a) for a in s["monitoring_alertmanagers"]]
-        bad = [t for t in targets if "/" in t or not t.strip()]
+        bad = [repr(t) for t in targets if "/" in t or not t.strip()]
         if bad:  # Prometheus reads a target as host:port; the scheme and path are settings of their own
-            raise RecipeError(f"monitoring_alertmanagers: {bad[0]!r} is not host:port (Prometheus refuses a scheme or "
-                              "a path in a target: it is not a valid hostname); write e.g. alertmanager.example.com:9093")
+            raise RecipeError(f"monitoring_alertmanagers: {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} not "
+                              "host:port (Prometheus refuses a scheme or a path in a target: it is not a valid "
+                              "hostname); write e.g. alertmanager.example.com:9093")
         doc["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": targets}]}]}
     doc["scrape_configs"] = jobs
     return f"# {HEADER}\n" + dump_large(doc)
