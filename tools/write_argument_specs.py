@@ -2,7 +2,7 @@
 generated, never edited (`make docs` writes every role's; `make docs-check`, in `make test`, fails when one is stale).
 
 The descriptions live in roles/<role>/meta/variables.yml as {name: {description, type?, choices?,
-no_log?, elements?, converge_only?, read_on?}} (converge_only: why the option changes nothing a node gets, only what a
+no_log?, elements?, converge_only?, read_on?, range?}} (converge_only: why the option changes nothing a node gets, only what a
 run does; the site plan leaves it out and the option-effect test does not mutate it; read_on: the kinds of host it acts
 on, which site/readers.py reads and the specs leave out); types are inferred from the defaults where not given. Its
 `includes` (the task files of other roles the role includes) end the role's description.
@@ -22,11 +22,19 @@ class Dumper(yaml.SafeDumper):
         return super().increase_indent(flow, False)
 
 
-KNOWN_KEYS = {"description", "type", "choices", "elements", "no_log", "converge_only", "read_on"}
+KNOWN_KEYS = {"description", "type", "choices", "elements", "no_log", "converge_only", "read_on", "range"}
 
 
 def infer(value: Any) -> str:
     return {bool: "bool", int: "int", float: "float", list: "list", dict: "dict"}.get(type(value), "str")
+
+
+def range_text(bounds: list[int | None] | None) -> str:
+    """What an option's `range` allows, in the words the plan's refusal uses (site/runtime.py checked_settings)."""
+    if not bounds:
+        return ""
+    low, high = bounds
+    return f" From {low} to {high}." if high is not None else f" {low} or more."
 
 
 def includes_text(includes: list[dict[str, str]]) -> str:
@@ -57,7 +65,7 @@ def render(role_dir: str) -> str:
             if key in info:
                 opt[key] = info[key]
         converge = f" Converge-only: {info['converge_only']}" if info.get("converge_only") else ""
-        opt["description"] = info["description"] + converge
+        opt["description"] = info["description"] + range_text(info.get("range")) + converge
         options[name] = opt
     description = list(meta["description"]) if isinstance(meta["description"], list) else [meta["description"]]
     spec = {"argument_specs": {"main": {"short_description": meta["short_description"],

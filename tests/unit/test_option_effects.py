@@ -55,6 +55,9 @@ VALUES: dict[str, Any] = {
     "model_weights_hf_endpoint": "https://hf-mirror.example.com",
     "model_weights_rsync_source": "rsync://cache.example.com/models/zai-org/GLM-5.3-mirror",
     "model_weights_copy_source": "/mnt/nfs2/models/zai-org/GLM-5.3",
+    # node paths whose default is empty (unset): another is an absolute path (a relative one is refused)
+    "model_weights_token_file": "/etc/metalserve/hf-token",
+    "model_weights_tools_venv": "/opt/metalserve/hf-tools",
     "model_weights_fanout_group": "fanout",
     "monitoring_amd_exporter_image": "docker.io/rocm/device-metrics-exporter:v1.5.5",
     "monitoring_allowed_sources": ["10.20.0.0/24"],

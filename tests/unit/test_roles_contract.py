@@ -39,7 +39,8 @@ def test_descriptions_file_has_only_known_keys(role: Path) -> None:
     """An unquoted flow-style description with a comma turns its tail into a key and silently cuts it short."""
     meta = yaml.safe_load((role / "meta" / "variables.yml").read_text())
     for name, info in meta["variables"].items():
-        assert set(info) <= {"description", "type", "choices", "elements", "no_log", "converge_only", "read_on"}, \
+        assert set(info) <= {"description", "type", "choices", "elements", "no_log", "converge_only", "read_on",
+                             "range"}, \
             f"{name}: {sorted(info)}"
 
 

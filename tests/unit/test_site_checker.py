@@ -623,3 +623,22 @@ def test_failure_text_names_every_host() -> None:
     text = checker.failure_text([("a", "one"), ("b", "two")])
     assert text.splitlines() == ["the site checker refuses 2 host(s) (it reads the files the nodes would get):",
                                  "  - a: one", "  - b: two"]
+
+
+@pytest.mark.parametrize("path", ["etc/sglang/glm-5.3.env", "/srv/../etc/sglang/glm-5.3.env",
+                                  "/etc/sglang/./glm-5.3.env", "//etc/sglang/glm-5.3.env"])
+def test_a_file_outside_normal_form_is_refused_whatever_input_made_it(path: str) -> None:
+    """The judge reads the planned files back: a file path a role would write that is relative or names a folder
+    through '..', '.' or '//' (POSIX resolves it elsewhere than it reads) is refused, whichever input it came from
+    (here a plan edited after the settings were checked); the same file at its own path is not."""
+    from ansible_collections.metalserve.sglang.tests.unit.monitoring_site import groups, hostvars  # noqa: PLC0415
+    from ansible_collections.metalserve.sglang.plugins.plugin_utils.site.plan import plan_site  # noqa: PLC0415
+
+    hv = hostvars()
+    site = plan_site(hv, groups())
+    assert site["errors"] == {}
+    entry = next(e for e in site["plans"]["a1"]["files"].values() if e.get("content") is not None)
+    assert not [m for h, m in check_site(checker.nodes_from_site(site, hv)) if "normal form" in m]
+    entry["path"] = path
+    said = [m for h, m in check_site(checker.nodes_from_site(site, hv)) if h == "a1" and "normal form" in m]
+    assert said and repr(path) in said[0]

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import functools
 import json
+import posixpath
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -96,6 +97,17 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return " ".join(map(str, value))
     return str(value)
+
+
+def check_file_paths(node: Node) -> Iterable[Problem]:
+    """Every file a node gets is at an absolute path in normal form: a relative one has no place on the node (the
+    role would write it under its working folder), and one with '..' or '.' names another folder than it reads
+    (rendered/ would place it outside the host's folder)."""
+    for path in sorted(node.files):
+        if not path.startswith("/") or posixpath.normpath(path) != path or path.startswith("//"):
+            yield node.host, (f"a file this host would get is at {path!r}, not an absolute path in normal form (no "
+                              "'..', '.' or '//'): check the *_dir and *_path settings it is made from; write an "
+                              "absolute folder such as /var/lib/metalserve")
 
 
 def check_secrets(node: Node) -> Iterable[Problem]:
@@ -541,6 +553,7 @@ def check_site(nodes: dict[str, dict[str, Any]]) -> list[Problem]:
             if svc.refusal:
                 problems.append((node.host, svc.refusal))
             problems += list(_repeated(svc))
+        problems += list(check_file_paths(node))
         problems += list(check_secrets(node))
         problems += list(grammar.check_env(node))
         problems += list(grammar.check_urls(node))

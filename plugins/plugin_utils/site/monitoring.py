@@ -182,10 +182,7 @@ def guarded_ports(plan: dict[str, Any], mon: dict[str, Any]) -> list[int]:
 
 def host_monitoring(plan: dict[str, Any], hv: dict[str, Any]) -> dict[str, Any]:
     """What one node runs for monitoring and where Prometheus finds it."""
-    s = settings(hv)
-    for name in ("monitoring_node_exporter_port", "monitoring_dcgm_exporter_port"):
-        if not 1 <= int(s[name]) <= 65535:
-            raise RecipeError(f"{name}: {s[name]} ({plan['host']}) is not a TCP port (1-65535)")
+    s = settings(hv)  # each option's type and range (roles/monitoring/meta/variables.yml), every refusal at once
     mon: dict[str, Any] = {
         "address": scrape_address(plan["host"], hv),
         "node_exporter": ({"port": int(s["monitoring_node_exporter_port"]),
@@ -682,47 +679,23 @@ def dashboard(plans: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 # --- the site ---------------------------------------------------------------------------------------------------
 
-def site_settings(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> tuple[str, dict[str, Any]]:
-    """(host read, settings): site-wide values come from the first monitoring host, else the first host. A value the
-    role's argument spec refuses reads as its default here, so that the site is still planned: that host's own
-    monitoring settings (host_monitoring, through attach()) refuse it, beside every other mistake of the site, and
-    site_monitoring() names the host as `settings_from` with `settings_refused`, so that a --limit run of other hosts
-    (whose firewall and scrape targets are made from these values) is refused too."""
+def _site_source(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> tuple[str, dict[str, Any], list[str]]:
+    """(host read, settings, the values refused there): site-wide values come from the first monitoring host, else
+    the first host. A value the role refuses (runtime.checked_settings: its argument spec's type, its range, a node
+    path that is not absolute in normal form) reads as its default, so that the site is still planned."""
     hosts = sorted(groups.get(GROUP, [])) or sorted(hostvars)
     host = hosts[0]
-    return host, runtime.checked_settings(hostvars.get(host, {}), ROLE)[0]
+    s, refused = runtime.checked_settings(hostvars.get(host, {}), ROLE)
+    return host, s, refused
 
 
-def refused_site_settings(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> list[str]:
-    """The site-wide settings' values that the role's argument spec refuses (site_settings() read their defaults)."""
-    hosts = sorted(groups.get(GROUP, [])) or sorted(hostvars)
-    return runtime.checked_settings(hostvars.get(hosts[0], {}), ROLE)[1]
-
-
-#: the site-wide settings' ranges, which the argument spec (types only) cannot say: (lowest, highest or None)
-SITE_RANGES = {"monitoring_prometheus_port": (1, 65535), "monitoring_blackbox_port": (1, 65535),
-               "monitoring_scrape_interval": (1, None), "monitoring_retention_days": (1, None),
-               "monitoring_not_serving_minutes": (1, None), "monitoring_weights_free_percent": (1, 99),
-               "monitoring_throughput_percent": (1, 100)}
-
-
-def out_of_range(s: dict[str, Any]) -> dict[str, str]:
-    """{variable: problem} for each site-wide value outside what Prometheus and the alert rules can take, and a
-    dashboard folder that is not an absolute path without `..` (it is a path on the monitoring hosts, and rendered/
-    mirrors it)."""
-    problems = {}
-    for name, (low, high) in SITE_RANGES.items():
-        value = int(s[name])
-        if value < low or (high is not None and value > high):
-            wants = f"{low} to {high}" if high is not None else f"{low} or more"
-            problems[name] = f"{name}: {value} is out of range; it takes {wants} (the role's default is " \
-                             f"{runtime.role_defaults(ROLE)[name]})"
-    folder = str(s["monitoring_dashboard_dir"])
-    if not folder.startswith("/") or ".." in folder.split("/"):
-        problems["monitoring_dashboard_dir"] = (f"monitoring_dashboard_dir: {folder!r} is not an absolute path "
-                                                "without '..'; write a folder on the monitoring hosts, e.g. "
-                                                f"{runtime.role_defaults(ROLE)['monitoring_dashboard_dir']}")
-    return problems
+def site_settings(hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]]) -> tuple[str, dict[str, Any]]:
+    """(host read, settings) of _site_source(). Each host's own monitoring settings (host_monitoring, through
+    attach()) refuse a bad value where it is set, and site_monitoring() names the host the values are read from as
+    `settings_from` with `settings_refused`, so that a --limit run of other hosts (whose firewall and scrape targets
+    are made from these values) is refused too."""
+    host, s, _refused = _site_source(hostvars, groups)
+    return host, s
 
 
 def attach(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[str, Any]], groups: dict[str, list[str]],
@@ -750,13 +723,12 @@ def site_monitoring(plans: dict[str, dict[str, Any]], hostvars: dict[str, dict[s
     """The monitoring hosts' files (prometheus.yml, rules, dashboard) and every node's firewall file."""
     if not hostvars:
         return {"hosts": [], "warnings": [], "files": {}}
-    source_host, s = site_settings(hostvars, groups)
-    refused = refused_site_settings(hostvars, groups)
-    bad = out_of_range(s)
-    if bad:  # said on the host they are read from; the files below are made from the defaults meanwhile
-        errors.setdefault(source_host, []).extend(bad.values())
-        refused += list(bad.values())
-        s = {**s, **{name: runtime.role_defaults(ROLE)[name] for name in bad}}
+    source_host, s, refused = _site_source(hostvars, groups)
+    # said on the host they are read from, once (attach() has said its own settings' refusals in the same words);
+    # the files below are made from the defaults meanwhile
+    unsaid = [m for m in refused if m not in errors.get(source_host, [])]
+    if unsaid:
+        errors.setdefault(source_host, []).extend(unsaid)
     ok = {h: p for h, p in plans.items() if h not in errors and p.get("monitoring")}
     warnings: list[str] = []
     try:

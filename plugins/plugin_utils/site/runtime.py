@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import posixpath
 import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -144,15 +145,50 @@ def _coerce(name: str, value: Any, kind: str, default: Any = None) -> Any:
             from exc
 
 
+@functools.lru_cache(maxsize=None)
+def role_ranges(role: str) -> dict[str, tuple[int, int | None]]:
+    """{option: (lowest, highest or None)} for the options whose `range` roles/<role>/meta/variables.yml gives (the
+    argument spec types them only; tools/write_argument_specs.py writes the range into their description)."""
+    path = ROOT / "roles" / role / "meta" / "variables.yml"
+    notes = (yaml_read.safe_load(path.read_text(encoding="utf-8")) or {}).get("variables") or {} if path.exists() else {}
+    return {name: (int(info["range"][0]), None if info["range"][1] is None else int(info["range"][1]))
+            for name, info in notes.items() if (info or {}).get("range")}
+
+
+def _in_range(name: str, value: Any, bounds: tuple[int, int | None] | None, default: Any) -> None:
+    """Refuse a number outside the option's range, in the words its description uses."""
+    if bounds is None or isinstance(value, bool) or not isinstance(value, int):
+        return
+    low, high = bounds
+    if value < low or (high is not None and value > high):
+        wants = f"from {low} to {high}" if high is not None else f"{low} or more"
+        raise RecipeError(f"{name}: {value} is out of range; it takes {wants} (the role's default is {default!r})")
+
+
+def _node_path(name: str, value: Any, kind: str, default: Any) -> None:
+    """Refuse a path option (its spec's type `path`; a role's literal defaults are paths on the node) that is not
+    absolute in normal form: a relative one lands under whatever folder the role runs in, and one with '..' names
+    another folder than it says (rendered/ would place its files outside the host's folder). Empty means unset."""
+    if kind != "path" or not isinstance(value, str) or not value:
+        return
+    if not value.startswith("/") or value.startswith("//") or posixpath.normpath(value) != (value.rstrip("/") or "/"):
+        example = f"; write one on the node, such as the role's default {default!r}" if default else ""
+        raise RecipeError(f"{name}: {value!r} is not an absolute path in normal form (no '..', '.' or '//'){example}")
+
+
 def checked_settings(hv: dict[str, Any], role: str) -> tuple[dict[str, Any], list[str]]:
     """Every literal setting of a role for one host: the inventory's value (converted as its argument spec
-    converts it), else the role default; each value the spec refuses is said and replaced by the default, so that a
-    caller which must go on (the site-wide monitoring settings) plans the rest and reports every mistake."""
-    kinds = role_spec_types(role)
+    converts it, and within the option's range), else the role default; each value refused is said and replaced by
+    the default, so that a caller which must go on (the site-wide monitoring settings) plans the rest and reports
+    every mistake."""
+    kinds, ranges = role_spec_types(role), role_ranges(role)
     out, problems = {}, []
     for name, default in role_defaults(role).items():
         try:
-            out[name] = _coerce(name, hv[name], kinds.get(name, "raw"), default) if hv.get(name) is not None else default
+            value = _coerce(name, hv[name], kinds.get(name, "raw"), default) if hv.get(name) is not None else default
+            _in_range(name, value, ranges.get(name), default)
+            _node_path(name, value, kinds.get(name, "raw"), default)
+            out[name] = value
         except RecipeError as exc:
             out[name] = default
             problems.append(str(exc))
@@ -189,9 +225,7 @@ def install_spec(hv: dict[str, Any], method: str, release: str, image: str | Non
     venv, the requirements, uv and the package indexes, the marker file the venv is recognised by; for docker the
     image after the mirror and the registry login (its password is the role's, never the plan's)."""
     s = settings(hv, "sglang_install")
-    root = s["sglang_install_root"].rstrip("/")
-    if not root.startswith("/"):
-        raise RecipeError(f"sglang_install_root: {root!r} must be an absolute path")
+    root = s["sglang_install_root"].rstrip("/")  # absolute in normal form: settings() (_node_path)
     router_release = str(s["sglang_install_router_version"] or pinned_router())
     spec: dict[str, Any] = {"method": method, "release": release, "router_release": router_release,
                             "root": root, "image": None, "venv": None}
@@ -261,9 +295,7 @@ def ordered_after() -> dict[str, list[str]]:
 
 def server_settings(hv: dict[str, Any], instance: str, install: dict[str, Any], vendor: str = "") -> dict[str, Any]:
     s = settings(hv, "sglang_server")
-    config_dir = s["sglang_server_config_dir"].rstrip("/")
-    if not config_dir.startswith("/"):
-        raise RecipeError(f"sglang_server_config_dir: {config_dir!r} must be an absolute path")
+    config_dir = s["sglang_server_config_dir"].rstrip("/")  # absolute in normal form: settings() (_node_path)
     return {
         "user": s["sglang_server_user"], "group": s["sglang_server_group"],
         "python": install["python"] if install["method"] == "uv" else host_python(hv),
