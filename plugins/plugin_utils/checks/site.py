@@ -106,8 +106,8 @@ def check_file_paths(node: Node) -> Iterable[Problem]:
     for path in sorted(node.files):
         if not path.startswith("/") or posixpath.normpath(path) != path or path.startswith("//"):
             yield node.host, (f"a file this host would get is at {path!r}, not an absolute path in normal form (no "
-                              "'..', '.' or '//'): check the *_dir and *_path settings it is made from; write an "
-                              "absolute folder such as /var/lib/metalserve")
+                              "'..', '.' or '//'): check the *_dir and *_path settings it is made from and write "
+                              "them as absolute paths")
 
 
 def check_secrets(node: Node) -> Iterable[Problem]:
